@@ -1,0 +1,179 @@
+//! The `lbsim` command line: runs scenarios, compares schemes, and writes results.
+
+mod output;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use rayon::prelude::*;
+
+use lbsim::{lb, Origin, Scenario, ScenarioFile};
+
+#[derive(Parser)]
+#[command(
+    name = "lbsim",
+    version,
+    about = "Packet-level simulator for load balancing in AI-training networks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Args, Clone)]
+struct ScenarioArgs {
+    /// Scenario file (TOML); without one, the built-in default: the study's 128-host fat-tree,
+    /// 800 Gb/s, 2 MiB permutation.
+    scenario: Option<PathBuf>,
+    /// Override any scenario key, e.g. --set topology.k=4 --set workload.kind=all_to_all
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one configuration; print a one-line summary and optionally write summary.json and flows.csv.
+    Run {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        /// Write DIR/summary.json and DIR/flows.csv.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run the configuration once per load-balancing scheme and print a comparison table.
+    Compare {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        /// Comma-separated scheme names (default: all; see `lbsim list`).
+        #[arg(long, value_delimiter = ',')]
+        schemes: Option<Vec<String>>,
+        /// Write DIR/<scheme>/summary.json and flows.csv for each scheme.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Runs in parallel (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// List load-balancing schemes, workloads and topologies.
+    List,
+    /// Describe the scenario's topology; with --links, name every link.
+    Topology {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        #[arg(long)]
+        links: bool,
+    },
+    /// Print the scenario (defaults filled in, overrides applied) as TOML.
+    Show {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+    },
+}
+
+fn load_file(args: &ScenarioArgs) -> Result<(ScenarioFile, Origin)> {
+    match &args.scenario {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read scenario file {}", path.display()))?;
+            let origin = Origin::file(path);
+            Ok((ScenarioFile::from_toml(&text, &args.sets, &origin)?, origin))
+        }
+        None => Ok((ScenarioFile::builtin(&args.sets)?, Origin::builtin())),
+    }
+}
+
+fn build(file: ScenarioFile, origin: &Origin) -> Result<Scenario> {
+    Ok(Scenario::build(file, origin)?)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match real_main(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Run { scenario, out } => {
+            let (file, origin) = load_file(&scenario)?;
+            let sc = build(file, &origin)?;
+            let res = lbsim::run(sc);
+            println!("{}", output::one_line(&res.summary));
+            if let Some(dir) = out {
+                output::write_run(&dir, &res)?;
+            }
+            Ok(())
+        }
+        Cmd::Compare {
+            scenario,
+            schemes,
+            out,
+            jobs,
+        } => compare(&scenario, schemes, out.as_deref(), jobs),
+        Cmd::List => {
+            print!("{}", output::list());
+            Ok(())
+        }
+        Cmd::Topology { scenario, links } => {
+            let (file, origin) = load_file(&scenario)?;
+            let sc = build(file, &origin)?;
+            print!("{}", output::topology(&sc, links));
+            Ok(())
+        }
+        Cmd::Show { scenario } => {
+            let (file, origin) = load_file(&scenario)?;
+            build(file.clone(), &origin)?;
+            print!("{}", file.to_toml());
+            Ok(())
+        }
+    }
+}
+
+fn compare(
+    args: &ScenarioArgs,
+    schemes: Option<Vec<String>>,
+    out: Option<&Path>,
+    jobs: Option<usize>,
+) -> Result<()> {
+    let (file, origin) = load_file(args)?;
+    let names: Vec<String> = match schemes {
+        Some(v) => v.into_iter().map(|s| s.trim().to_string()).collect(),
+        None => lb::scheme_names().into_iter().map(String::from).collect(),
+    };
+    if names.is_empty() {
+        bail!("--schemes: empty list");
+    }
+    // Validate every configuration before running any.
+    let mut scenarios = Vec::new();
+    for name in &names {
+        if lb::scheme(name).is_none() {
+            bail!(
+                "--schemes: unknown scheme `{name}`; valid schemes: {}",
+                lb::scheme_names().join(", ")
+            );
+        }
+        let mut f = file.clone();
+        f.load_balancing.scheme = name.clone();
+        scenarios.push(build(f, &origin)?);
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.unwrap_or(0))
+        .build()
+        .context("cannot start worker threads")?;
+    let results: Vec<lbsim::RunOutput> =
+        pool.install(|| scenarios.into_par_iter().map(lbsim::run).collect());
+    print!("{}", output::table(&results));
+    if let Some(dir) = out {
+        for r in &results {
+            output::write_run(&dir.join(&r.summary.scheme), r)?;
+        }
+    }
+    Ok(())
+}

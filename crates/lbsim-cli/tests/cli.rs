@@ -1,0 +1,254 @@
+//! End-to-end tests of the `lbsim` binary: outputs, determinism, and errors on bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lbsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args(args)
+        .output()
+        .expect("lbsim runs")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lbsim-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Bad input: non-zero exit, a message containing every `needle`, and no panic.
+fn fails_with(o: Output, needles: &[&str]) {
+    let e = stderr(&o);
+    assert!(!o.status.success(), "expected failure, got success: {e}");
+    assert!(!e.contains("panicked"), "panic on bad input: {e}");
+    for n in needles {
+        assert!(e.contains(n), "error should mention `{n}`: {e}");
+    }
+}
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+#[test]
+fn run_writes_summary_and_flows_deterministically() {
+    let d = tmpdir("run");
+    let mut outs = Vec::new();
+    for rep in ["a", "b"] {
+        let out = d.join(rep);
+        let o = lbsim(&[
+            "run",
+            "--set",
+            "topology.k=4",
+            "--set",
+            "load_balancing.scheme=host_spray",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        for key in [
+            "scheme",
+            "workload",
+            "hosts",
+            "flows",
+            "flows_completed",
+            "cct_ps",
+            "lower_bound_ps",
+            "cct_over_bound",
+            "mean_fct_ps",
+            "p99_fct_ps",
+            "data_packets_sent",
+            "packets_dropped",
+            "max_queue_bytes",
+            "mean_queue_bytes",
+            "events",
+            "wall_seconds",
+            "events_per_second",
+            "seed",
+        ] {
+            assert!(summary.get(key).is_some(), "summary.json lacks {key}");
+        }
+        assert_eq!(summary["hosts"], 16);
+        let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+        assert!(flows.starts_with(
+            "flow_id,src,dst,size_bytes,start_ps,finish_ps,fct_ps,data_packets_sent,packets_dropped\n"
+        ));
+        assert_eq!(flows.lines().count(), 17);
+        let mut s = summary.as_object().unwrap().clone();
+        s.remove("wall_seconds");
+        s.remove("events_per_second");
+        outs.push((serde_json::to_string(&s).unwrap(), flows));
+    }
+    assert_eq!(outs[0], outs[1]);
+}
+
+#[test]
+fn compare_prints_a_row_per_scheme_and_writes_per_scheme_dirs() {
+    let d = tmpdir("compare");
+    let o = lbsim(&[
+        "compare",
+        "--set",
+        "topology.k=4",
+        "--set",
+        "workload.message_bytes=65536",
+        "--schemes",
+        "ecmp,host_spray",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("CCT/bound"));
+    assert!(table.lines().any(|l| l.starts_with("ecmp ")));
+    assert!(table.lines().any(|l| l.starts_with("host_spray ")));
+    assert!(d.join("ecmp/summary.json").exists());
+    assert!(d.join("host_spray/flows.csv").exists());
+}
+
+#[test]
+fn list_names_schemes_workloads_topologies() {
+    let o = lbsim(&["list"]);
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    for n in [
+        "ecmp",
+        "host_spray",
+        "switch_rr",
+        "permutation",
+        "all_to_all",
+        "connection_matrix",
+        "fat_tree",
+        "leaf_spine",
+    ] {
+        assert!(s.contains(n), "list lacks {n}");
+    }
+}
+
+#[test]
+fn shipped_scenarios_are_valid_and_default_matches_builtin() {
+    for entry in std::fs::read_dir(repo_file("scenarios")).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let o = lbsim(&["show", p.to_str().unwrap()]);
+            assert!(o.status.success(), "{}: {}", p.display(), stderr(&o));
+        }
+    }
+    let a = lbsim(&[
+        "show",
+        repo_file("scenarios/default.toml").to_str().unwrap(),
+    ]);
+    let b = lbsim(&["show"]);
+    assert_eq!(
+        a.stdout, b.stdout,
+        "scenarios/default.toml drifted from the built-in default"
+    );
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let d = tmpdir("bad");
+    let unknown = d.join("unknown.toml");
+    std::fs::write(&unknown, "seed = 1\n[topology]\nkk = 4\n").unwrap();
+    fails_with(
+        lbsim(&["run", unknown.to_str().unwrap()]),
+        &["unknown.toml", "kk", "line 3"],
+    );
+
+    let wrong = d.join("wrong.toml");
+    std::fs::write(&wrong, "[topology]\nk = \"eight\"\n").unwrap();
+    fails_with(
+        lbsim(&["run", wrong.to_str().unwrap()]),
+        &["wrong.toml", "line 2"],
+    );
+
+    fails_with(
+        lbsim(&["run", "--set", "topology.k=5"]),
+        &["topology.k", "even"],
+    );
+    fails_with(lbsim(&["run", "--set", "topology.bogus=1"]), &["bogus"]);
+    fails_with(lbsim(&["run", "--set", "noequals"]), &["noequals"]);
+    fails_with(
+        lbsim(&["run", "--set", "load_balancing.scheme=magic"]),
+        &["magic", "host_spray"],
+    );
+    fails_with(
+        lbsim(&["compare", "--schemes", "ecmp,nope"]),
+        &["nope", "valid schemes"],
+    );
+    fails_with(
+        lbsim(&["run", "does-not-exist.toml"]),
+        &["does-not-exist.toml"],
+    );
+
+    let cm = d.join("bad.cm");
+    std::fs::write(
+        &cm,
+        "Nodes 16\nConnections 1\n0->99 id 1 start 0 size 100\n",
+    )
+    .unwrap();
+    fails_with(
+        lbsim(&[
+            "run",
+            "--set",
+            "topology.k=4",
+            "--set",
+            "workload.kind=connection_matrix",
+            "--set",
+            &format!("workload.path={}", cm.display()),
+        ]),
+        &["bad.cm:3", "out of range"],
+    );
+    fails_with(
+        lbsim(&[
+            "run",
+            "--set",
+            "workload.kind=connection_matrix",
+            "--set",
+            "workload.path=missing.cm",
+        ]),
+        &["missing.cm"],
+    );
+    fails_with(
+        lbsim(&["run", "--set", "workload.kind=connection_matrix"]),
+        &["workload.path"],
+    );
+}
+
+#[test]
+fn connection_matrix_runs_relative_to_scenario_file() {
+    let d = tmpdir("cm");
+    std::fs::write(
+        d.join("two.cm"),
+        "Nodes 16\nConnections 2\n# two flows\n0->5 id 1 start 0 size 65536\n5->0 id 2 start 1000000 size 65536\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("s.toml"),
+        "[topology]\nk = 4\n[workload]\nkind = \"connection_matrix\"\npath = \"two.cm\"\n",
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = lbsim(&[
+        "run",
+        d.join("s.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    assert!(flows
+        .lines()
+        .nth(2)
+        .unwrap()
+        .starts_with("1,5,0,65536,1000000,"));
+}

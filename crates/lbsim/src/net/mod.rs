@@ -1,0 +1,9 @@
+//! The network: packets, egress ports with their links, and fabric topologies.
+
+pub mod packet;
+pub mod port;
+pub mod topology;
+
+pub use packet::{Packet, PacketKind, PacketSlab};
+pub use port::Port;
+pub use topology::{LinkParams, PathProfile, Route, Shape, Tier, Topology};

@@ -1,0 +1,419 @@
+//! Fabric shapes and their up-down routing.
+//!
+//! Ports are laid out so that every next-hop group is a contiguous run of a switch's ports: routing
+//! is arithmetic on the destination's index (no per-destination tables), and a load-balancing
+//! decision sees its candidate ports as one slice.
+//!
+//! Port numbering: ports `0..hosts` are the host NICs (port h is host h's uplink); then each
+//! switch's ports follow in switch order, down ports first, up ports after.
+
+use crate::ids::{HostId, NodeId, PortId, SwitchId};
+use crate::time::{BitsPerSec, SimTime};
+
+/// The shape of a fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// 3-tier k-ary fat-tree: k pods of k/2 ToRs and k/2 aggregation switches, (k/2)^2 cores,
+    /// k/2 hosts per ToR: k^3/4 hosts.
+    FatTree { k: u32 },
+    /// 2-tier leaf-spine: every leaf connects once to every spine.
+    LeafSpine {
+        hosts_per_leaf: u32,
+        leaves: u32,
+        spines: u32,
+    },
+}
+
+/// The tier of a switch, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    Tor,
+    Agg,
+    Core,
+}
+
+impl Tier {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Tor => "tor",
+            Tier::Agg => "agg",
+            Tier::Core => "core",
+        }
+    }
+}
+
+/// Where a switch forwards a packet for a destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Exactly one port leads down toward the destination.
+    Port(PortId),
+    /// Any of `n` consecutive ports starting at `first` (the up-going next-hop group).
+    Group { first: PortId, n: u32 },
+}
+
+#[derive(Clone, Debug)]
+pub struct SwitchInfo {
+    pub tier: Tier,
+    /// Index within its tier (the number in its name, e.g. `agg:5`).
+    pub index: u32,
+    pub port_base: u32,
+    pub ports: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct LinkSpec {
+    pub rate: BitsPerSec,
+    pub latency: SimTime,
+    pub from: NodeId,
+    pub to: NodeId,
+}
+
+/// A built topology: its switches and the spec of every egress port's link.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub shape: Shape,
+    pub hosts: u32,
+    pub switches: Vec<SwitchInfo>,
+    pub links: Vec<LinkSpec>,
+    pub host_rate: BitsPerSec,
+}
+
+/// The shortest path between two hosts, for lower bounds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathProfile {
+    /// Rates of the links in path order (the first is the sender's NIC).
+    pub rates: Vec<BitsPerSec>,
+    /// Total propagation (and switch) latency.
+    pub latency: SimTime,
+}
+
+impl PathProfile {
+    /// Time for a lone packet of `wire_bytes` to cross the idle path (store and forward).
+    pub fn packet_time(&self, wire_bytes: u64) -> SimTime {
+        self.rates
+            .iter()
+            .fold(self.latency, |t, r| t + r.serialization(wire_bytes))
+    }
+}
+
+/// Physical parameters shared by the constructors.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkParams {
+    pub rate: BitsPerSec,
+    pub latency: SimTime,
+    pub switch_latency: SimTime,
+}
+
+impl Topology {
+    /// A k-ary fat-tree; `k` must be even and at least 2.
+    pub fn fat_tree(k: u32, p: LinkParams) -> Topology {
+        assert!(k >= 2 && k.is_multiple_of(2), "fat-tree k must be even");
+        let h = k / 2;
+        let hosts = k * k * k / 4;
+        let tors = k * h;
+        let aggs = k * h;
+        let cores = h * h;
+        let mut t = Topology::start(Shape::FatTree { k }, hosts, p);
+        let tor = |i: u32| SwitchId(i);
+        let agg = |i: u32| SwitchId(tors + i);
+        let core = |i: u32| SwitchId(tors + aggs + i);
+        for host in 0..hosts {
+            t.push_link(p, NodeId::Host(HostId(host)), NodeId::Switch(tor(host / h)));
+        }
+        for i in 0..tors {
+            let pod = i / h;
+            t.begin_switch(Tier::Tor, i);
+            for d in 0..h {
+                t.push_link(p, NodeId::Switch(tor(i)), NodeId::Host(HostId(i * h + d)));
+            }
+            for u in 0..h {
+                t.push_link(p, NodeId::Switch(tor(i)), NodeId::Switch(agg(pod * h + u)));
+            }
+        }
+        for i in 0..aggs {
+            let (pod, pos) = (i / h, i % h);
+            t.begin_switch(Tier::Agg, i);
+            for d in 0..h {
+                t.push_link(p, NodeId::Switch(agg(i)), NodeId::Switch(tor(pod * h + d)));
+            }
+            for u in 0..h {
+                t.push_link(p, NodeId::Switch(agg(i)), NodeId::Switch(core(pos * h + u)));
+            }
+        }
+        for i in 0..cores {
+            let pos = i / h;
+            t.begin_switch(Tier::Core, i);
+            for pod in 0..k {
+                t.push_link(
+                    p,
+                    NodeId::Switch(core(i)),
+                    NodeId::Switch(agg(pod * h + pos)),
+                );
+            }
+        }
+        t
+    }
+
+    /// A leaf-spine fabric. Leaf-spine links run at `uplink_rate`.
+    pub fn leaf_spine(
+        hosts_per_leaf: u32,
+        leaves: u32,
+        spines: u32,
+        p: LinkParams,
+        uplink_rate: BitsPerSec,
+    ) -> Topology {
+        let hosts = hosts_per_leaf * leaves;
+        let shape = Shape::LeafSpine {
+            hosts_per_leaf,
+            leaves,
+            spines,
+        };
+        let mut t = Topology::start(shape, hosts, p);
+        let up = LinkParams {
+            rate: uplink_rate,
+            ..p
+        };
+        let leaf = SwitchId;
+        let spine = |i: u32| SwitchId(leaves + i);
+        for host in 0..hosts {
+            t.push_link(
+                p,
+                NodeId::Host(HostId(host)),
+                NodeId::Switch(leaf(host / hosts_per_leaf)),
+            );
+        }
+        for l in 0..leaves {
+            t.begin_switch(Tier::Tor, l);
+            for d in 0..hosts_per_leaf {
+                let host = HostId(l * hosts_per_leaf + d);
+                t.push_link(p, NodeId::Switch(leaf(l)), NodeId::Host(host));
+            }
+            for s in 0..spines {
+                t.push_link(up, NodeId::Switch(leaf(l)), NodeId::Switch(spine(s)));
+            }
+        }
+        for s in 0..spines {
+            t.begin_switch(Tier::Agg, s);
+            for l in 0..leaves {
+                t.push_link(up, NodeId::Switch(spine(s)), NodeId::Switch(leaf(l)));
+            }
+        }
+        t
+    }
+
+    fn start(shape: Shape, hosts: u32, p: LinkParams) -> Topology {
+        Topology {
+            shape,
+            hosts,
+            switches: Vec::new(),
+            links: Vec::new(),
+            host_rate: p.rate,
+        }
+    }
+
+    fn begin_switch(&mut self, tier: Tier, index: u32) {
+        self.switches.push(SwitchInfo {
+            tier,
+            index,
+            port_base: self.links.len() as u32,
+            ports: 0,
+        });
+    }
+
+    fn push_link(&mut self, p: LinkParams, from: NodeId, to: NodeId) {
+        let latency = match to {
+            NodeId::Switch(_) => p.latency + p.switch_latency,
+            NodeId::Host(_) => p.latency,
+        };
+        self.links.push(LinkSpec {
+            rate: p.rate,
+            latency,
+            from,
+            to,
+        });
+        if let NodeId::Switch(_) = from {
+            self.switches.last_mut().expect("switch begun").ports += 1;
+        }
+    }
+
+    pub fn host_uplink(&self, h: HostId) -> PortId {
+        PortId(h.0)
+    }
+
+    /// The next hop(s) at switch `sw` toward host `dst`.
+    #[inline]
+    pub fn route(&self, sw: SwitchId, dst: HostId) -> Route {
+        let s = &self.switches[sw.idx()];
+        let base = s.port_base;
+        match self.shape {
+            Shape::FatTree { k } => {
+                let h = k / 2;
+                match s.tier {
+                    Tier::Tor => {
+                        if dst.0 / h == s.index {
+                            Route::Port(PortId(base + dst.0 % h))
+                        } else {
+                            Route::Group {
+                                first: PortId(base + h),
+                                n: h,
+                            }
+                        }
+                    }
+                    Tier::Agg => {
+                        if dst.0 / (h * h) == s.index / h {
+                            Route::Port(PortId(base + (dst.0 / h) % h))
+                        } else {
+                            Route::Group {
+                                first: PortId(base + h),
+                                n: h,
+                            }
+                        }
+                    }
+                    Tier::Core => Route::Port(PortId(base + dst.0 / (h * h))),
+                }
+            }
+            Shape::LeafSpine {
+                hosts_per_leaf,
+                spines,
+                ..
+            } => match s.tier {
+                Tier::Tor => {
+                    if dst.0 / hosts_per_leaf == s.index {
+                        Route::Port(PortId(base + dst.0 % hosts_per_leaf))
+                    } else {
+                        Route::Group {
+                            first: PortId(base + hosts_per_leaf),
+                            n: spines,
+                        }
+                    }
+                }
+                _ => Route::Port(PortId(base + dst.0 / hosts_per_leaf)),
+            },
+        }
+    }
+
+    /// The shortest path from `src` to `dst`.
+    pub fn path(&self, src: HostId, dst: HostId) -> PathProfile {
+        // Walk the routes, always taking a group's first port: every up-down path has the same
+        // length and the same rates in these shapes.
+        let mut rates = Vec::with_capacity(6);
+        let mut latency = SimTime::ZERO;
+        let mut link = &self.links[self.host_uplink(src).idx()];
+        loop {
+            rates.push(link.rate);
+            latency = latency + link.latency;
+            match link.to {
+                NodeId::Host(h) => {
+                    debug_assert_eq!(h, dst);
+                    break;
+                }
+                NodeId::Switch(sw) => {
+                    let port = match self.route(sw, dst) {
+                        Route::Port(p) => p,
+                        Route::Group { first, .. } => first,
+                    };
+                    link = &self.links[port.idx()];
+                }
+            }
+        }
+        PathProfile { rates, latency }
+    }
+
+    pub fn node_name(&self, n: NodeId) -> String {
+        match n {
+            NodeId::Host(h) => format!("host:{}", h.0),
+            NodeId::Switch(s) => {
+                let info = &self.switches[s.idx()];
+                let tier = match (self.shape, info.tier) {
+                    (Shape::LeafSpine { .. }, Tier::Tor) => "leaf",
+                    (Shape::LeafSpine { .. }, _) => "spine",
+                    (_, t) => t.name(),
+                };
+                format!("{tier}:{}", info.index)
+            }
+        }
+    }
+
+    /// The name of the link driven by `port`, e.g. `tor:3-agg:1`.
+    pub fn link_name(&self, port: PortId) -> String {
+        let l = &self.links[port.idx()];
+        format!("{}-{}", self.node_name(l.from), self.node_name(l.to))
+    }
+
+    pub fn switch_ports(&self) -> std::ops::Range<usize> {
+        self.hosts as usize..self.links.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> LinkParams {
+        LinkParams {
+            rate: BitsPerSec::from_gbps(100.0),
+            latency: SimTime::from_ns(1000),
+            switch_latency: SimTime::ZERO,
+        }
+    }
+
+    #[test]
+    fn fat_tree_counts() {
+        let t = Topology::fat_tree(8, params());
+        assert_eq!(t.hosts, 128);
+        assert_eq!(t.switches.len(), 32 + 32 + 16);
+        // Every switch has k ports; hosts one each.
+        assert_eq!(t.links.len(), 128 + 80 * 8);
+        assert!(t.switches.iter().all(|s| s.ports == 8));
+    }
+
+    #[test]
+    fn fat_tree_paths_have_expected_lengths() {
+        let t = Topology::fat_tree(4, params());
+        assert_eq!(t.path(HostId(0), HostId(1)).rates.len(), 2); // same ToR
+        assert_eq!(t.path(HostId(0), HostId(2)).rates.len(), 4); // same pod
+        assert_eq!(t.path(HostId(0), HostId(15)).rates.len(), 6); // across pods
+        assert_eq!(
+            t.path(HostId(0), HostId(15)).latency,
+            SimTime::from_ns(6000)
+        );
+    }
+
+    #[test]
+    fn every_route_reaches_its_destination_by_any_choice() {
+        for t in [
+            Topology::fat_tree(4, params()),
+            Topology::leaf_spine(4, 3, 2, params(), params().rate),
+        ] {
+            for src in 0..t.hosts {
+                for dst in 0..t.hosts {
+                    if src == dst {
+                        continue;
+                    }
+                    // Follow the group member `src + dst + depth` to cover varied choices.
+                    let mut link = &t.links[src as usize];
+                    let mut hops = 0;
+                    while let NodeId::Switch(sw) = link.to {
+                        let p = match t.route(sw, HostId(dst)) {
+                            Route::Port(p) => p,
+                            Route::Group { first, n } => PortId(first.0 + (src + dst + hops) % n),
+                        };
+                        assert_eq!(t.links[p.idx()].from, NodeId::Switch(sw));
+                        link = &t.links[p.idx()];
+                        hops += 1;
+                        assert!(hops <= 6);
+                    }
+                    assert_eq!(link.to, NodeId::Host(HostId(dst)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn link_names() {
+        let t = Topology::fat_tree(4, params());
+        let tor_base = t.switches[3].port_base;
+        assert_eq!(t.link_name(PortId(tor_base + 2)), "tor:3-agg:2");
+        assert_eq!(t.link_name(PortId(0)), "host:0-tor:0");
+    }
+}

@@ -1,0 +1,88 @@
+//! Results: per-flow records, the run summary (the JSON contract), and lower bounds.
+
+pub mod bound;
+
+use serde::Serialize;
+
+use crate::time::SimTime;
+
+/// One row of flows.csv.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowRecord {
+    pub flow_id: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub size_bytes: u64,
+    pub start_ps: u64,
+    pub finish_ps: Option<u64>,
+    pub fct_ps: Option<u64>,
+    pub data_packets_sent: u64,
+    pub packets_dropped: u64,
+}
+
+/// summary.json. Field names are a contract other tools rely on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub scheme: String,
+    pub workload: String,
+    pub topology: String,
+    pub hosts: u32,
+    pub flows: u64,
+    pub flows_completed: u64,
+    /// Collective completion time: last completion minus first start (null if any flow is unfinished).
+    pub cct_ps: Option<u64>,
+    pub lower_bound_ps: u64,
+    pub cct_over_bound: Option<f64>,
+    pub mean_fct_ps: Option<f64>,
+    pub p99_fct_ps: Option<u64>,
+    pub data_packets_sent: u64,
+    pub data_packets_delivered: u64,
+    pub packets_dropped: u64,
+    pub ecn_marks: u64,
+    pub max_queue_bytes: u64,
+    /// Time-average over all switch egress ports, from time zero to the end of the run.
+    pub mean_queue_bytes: f64,
+    /// When the run ended: the last completion, or the end_time cap.
+    pub end_ps: u64,
+    pub events: u64,
+    pub wall_seconds: f64,
+    pub events_per_second: f64,
+    pub seed: u64,
+}
+
+impl Summary {
+    /// The fields that do not depend on the wall clock, as JSON (for determinism checks).
+    pub fn deterministic_json(&self) -> String {
+        let mut s = self.clone();
+        s.wall_seconds = 0.0;
+        s.events_per_second = 0.0;
+        serde_json::to_string(&s).unwrap_or_default()
+    }
+}
+
+/// Nearest-rank percentile of sorted values (p in 0..=100).
+pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+pub fn us(t: SimTime) -> f64 {
+    t.as_us()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 99.0), Some(99));
+        assert_eq!(percentile(&v, 100.0), Some(100));
+        assert_eq!(percentile(&v, 0.0), Some(1));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+}

@@ -1,0 +1,265 @@
+//! Scenario-level tests of the simulator core: exact timings, conservation, determinism, and the
+//! relations between schemes that the study established.
+
+use lbsim::ids::HostId;
+use lbsim::net::LinkParams;
+use lbsim::net::Topology;
+use lbsim::time::{BitsPerSec, SimTime};
+use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
+
+fn scenario(sets: &[&str]) -> Scenario {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let file = ScenarioFile::builtin(&sets).expect("valid overrides");
+    Scenario::build(file, &Origin::builtin()).expect("valid scenario")
+}
+
+fn cm_scenario(cm: &str, sets: &[&str]) -> Scenario {
+    let dir = std::env::temp_dir().join(format!("lbsim-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!(
+        "{:x}.cm",
+        lbsim::rng::mix64(cm.len() as u64 ^ cm.as_ptr() as u64)
+    ));
+    std::fs::write(&path, cm).unwrap();
+    let mut all = vec![
+        "workload.kind=connection_matrix".to_string(),
+        format!("workload.path=\"{}\"", path.display()),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let file = ScenarioFile::builtin(&all).unwrap();
+    Scenario::build(file, &Origin::builtin()).unwrap()
+}
+
+fn run(sc: Scenario) -> Simulation {
+    let mut sim = Simulation::new(sc);
+    sim.run();
+    sim
+}
+
+const K4_100G: &[&str] = &[
+    "topology.k=4",
+    "topology.link_gbps=100",
+    "topology.link_latency_ns=1000",
+    "packet.header_bytes=82",
+];
+
+#[test]
+fn one_packet_arrives_at_serialization_plus_propagation_per_hop() {
+    // A 100-byte message is one 182-byte packet: 6 hops of 14.56 ns serialization and 1 us each.
+    let sc = cm_scenario(
+        "Nodes 16\nConnections 1\n0->15 id 1 start 0 size 100\n",
+        K4_100G,
+    );
+    let sim = run(sc);
+    let ser = 182 * 80; // ps at 100 Gb/s
+    assert_eq!(
+        sim.flows()[0].finish,
+        Some(SimTime(6 * ser + 6 * 1_000_000))
+    );
+}
+
+#[test]
+fn one_flow_alone_finishes_at_size_over_rate_plus_path_latency() {
+    // 16 full packets of 4178 B: the last leaves the NIC at 16 x 334.24 ns, then 5 more
+    // store-and-forward serializations and 6 x 1 us of propagation.
+    let start = 3_000_000u64;
+    let sc = cm_scenario(
+        &format!("Nodes 16\nConnections 1\n2->13 id 1 start {start} size 65536\n"),
+        K4_100G,
+    );
+    let sim = run(sc);
+    let ser = 334_240u64;
+    let f = &sim.flows()[0];
+    assert_eq!(
+        f.finish,
+        Some(SimTime(start + 16 * ser + 5 * ser + 6_000_000))
+    );
+    // Intra-ToR and intra-pod paths: 2 and 4 hops.
+    for (dst, hops) in [(1u32, 2u64), (3, 4)] {
+        let sc = cm_scenario(&format!("0->{dst} id 1 start 0 size 65536\n"), K4_100G);
+        let sim = run(sc);
+        let want = 16 * ser + (hops - 1) * ser + hops * 1_000_000;
+        assert_eq!(sim.flows()[0].finish, Some(SimTime(want)), "dst {dst}");
+    }
+}
+
+#[test]
+fn lone_flow_meets_its_lower_bound_exactly() {
+    // Whole packets: the bound is tight.
+    let sc = cm_scenario("0->9 id 1 start 0 size 1003520\n", K4_100G);
+    let s = run(sc).summary();
+    assert_eq!(s.cct_ps, Some(s.lower_bound_ps));
+    // A short last packet waits behind the full one before it at every switch; the bound
+    // (which charges only the short packet's store-and-forward) stays below the run.
+    let sc = cm_scenario("0->9 id 1 start 0 size 1000000\n", K4_100G);
+    let s = run(sc).summary();
+    let gap = 5 * (334_240 - (576 + 82) * 80);
+    assert_eq!(s.cct_ps, Some(s.lower_bound_ps + gap));
+}
+
+#[test]
+fn leaf_spine_single_flow_timing() {
+    let sets = [
+        "topology.kind=leaf_spine",
+        "topology.hosts_per_leaf=4",
+        "topology.leaves=2",
+        "topology.spines=2",
+        "topology.oversubscription=2",
+        "topology.link_gbps=100",
+        "topology.link_latency_ns=500",
+        "topology.switch_latency_ns=100",
+        "packet.header_bytes=82",
+    ];
+    // Uplinks run at 4 x 100 / (2 x 2) = 100 Gb/s; every hop into a switch adds 100 ns.
+    let sc = cm_scenario("0->7 id 1 start 0 size 8192\n", &sets);
+    let sim = run(sc);
+    let ser = 334_240u64;
+    let want = 2 * ser + 3 * ser + 4 * 500_000 + 3 * 100_000;
+    assert_eq!(sim.flows()[0].finish, Some(SimTime(want)));
+}
+
+fn check_conservation(sim: &Simulation) {
+    let c = sim.counters();
+    let f = sim.in_flight();
+    assert_eq!(
+        c.data_sent,
+        c.data_delivered + c.data_dropped + f.data,
+        "data: {c:?} {f:?}"
+    );
+    assert_eq!(
+        c.acks_sent,
+        c.acks_delivered + c.acks_dropped + f.acks,
+        "acks: {c:?} {f:?}"
+    );
+    assert!(!sim.max_switch_queue().1, "a queue exceeded its buffer");
+    let sent: u64 = sim.flows().iter().map(|f| f.data_packets_sent).sum();
+    assert_eq!(sent, c.data_sent);
+    let dropped: u64 = sim.flows().iter().map(|f| f.packets_dropped).sum();
+    assert_eq!(dropped, c.data_dropped);
+}
+
+#[test]
+fn packets_are_conserved_and_every_message_is_delivered() {
+    for scheme in lbsim::lb::scheme_names() {
+        for kind in ["permutation", "all_to_all"] {
+            // Small buffers force drops; the erasure sender must still deliver everything.
+            let sc = scenario(&[
+                "topology.k=4",
+                "topology.buffer_bytes=20000",
+                &format!("load_balancing.scheme={scheme}"),
+                &format!("workload.kind={kind}"),
+                "workload.message_bytes=300000",
+            ]);
+            let sim = run(sc);
+            check_conservation(&sim);
+            for f in sim.flows() {
+                assert!(f.finish.is_some(), "{scheme} {kind}: unfinished flow");
+                assert!(f.recv_bytes >= f.spec.size_bytes);
+            }
+            if scheme == "ecmp" {
+                assert!(
+                    sim.counters().data_dropped > 0,
+                    "test should exercise drops"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn end_time_cap_stops_the_run_and_reports_unfinished_flows() {
+    let sc = scenario(&["topology.k=4", "end_time_us=5"]);
+    let sim = run(sc);
+    check_conservation(&sim);
+    let s = sim.summary();
+    assert_eq!(s.end_ps, 5_000_000);
+    assert_eq!(s.flows_completed, 0);
+    assert_eq!(s.cct_ps, None);
+    assert!(sim.in_flight().data > 0);
+}
+
+#[test]
+fn same_seed_same_bytes_other_seed_other_permutation() {
+    let a = lbsim::run(scenario(&[
+        "topology.k=4",
+        "load_balancing.scheme=host_spray",
+    ]));
+    let b = lbsim::run(scenario(&[
+        "topology.k=4",
+        "load_balancing.scheme=host_spray",
+    ]));
+    let c = lbsim::run(scenario(&[
+        "topology.k=4",
+        "load_balancing.scheme=host_spray",
+        "seed=2",
+    ]));
+    assert_eq!(
+        a.summary.deterministic_json(),
+        b.summary.deterministic_json()
+    );
+    assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows));
+    let dsts = |r: &lbsim::RunOutput| r.flows.iter().map(|f| f.dst).collect::<Vec<_>>();
+    assert_ne!(dsts(&a), dsts(&c));
+}
+
+#[test]
+fn ecmp_permutation_is_several_times_slower_than_spraying() {
+    let cct = |scheme: &str| {
+        let s = lbsim::run(scenario(&[&format!("load_balancing.scheme={scheme}")])).summary;
+        s.cct_over_bound.unwrap()
+    };
+    let (ecmp, spray, rr) = (cct("ecmp"), cct("host_spray"), cct("switch_rr"));
+    assert!(ecmp > 3.0 * spray, "ecmp {ecmp} spray {spray}");
+    assert!(spray < 1.15 && rr < 1.15, "spray {spray} rr {rr}");
+}
+
+#[test]
+fn spraying_all_to_all_lands_within_ten_percent_of_the_bound() {
+    for scheme in ["host_spray", "switch_rr"] {
+        let s = lbsim::run(scenario(&[
+            "topology.k=4",
+            "workload.kind=all_to_all",
+            &format!("load_balancing.scheme={scheme}"),
+        ]))
+        .summary;
+        let r = s.cct_over_bound.unwrap();
+        assert!((1.0..1.10).contains(&r), "{scheme}: {r}");
+    }
+}
+
+#[test]
+fn lower_bound_of_a_permutation_by_hand() {
+    // k=4, 100 Gb/s, 1 us, 4178-B packets, 64-B ACKs, 2 MiB: every host sends 512 packets and
+    // ACKs 512 packets; max(send, recv) = 512 x (4178 + 64) bytes. The shortest path among a
+    // host's flows (sent or received) decides the tail.
+    let topo = Topology::fat_tree(
+        4,
+        LinkParams {
+            rate: BitsPerSec::from_gbps(100.0),
+            latency: SimTime::from_ns(1000),
+            switch_latency: SimTime::ZERO,
+        },
+    );
+    let flows = vec![
+        lbsim::workload::FlowSpec {
+            src: HostId(0),
+            dst: HostId(1),
+            size_bytes: 2 << 20,
+            start: SimTime::ZERO,
+        },
+        lbsim::workload::FlowSpec {
+            src: HostId(1),
+            dst: HostId(0),
+            size_bytes: 2 << 20,
+            start: SimTime::ZERO,
+        },
+    ];
+    let s = lbsim::stats::bound::Sizes {
+        mss: 4096,
+        header: 82,
+        ack: 64,
+    };
+    let b = lbsim::stats::bound::lower_bound(&topo, &flows, s);
+    let want = 512 * (4178 + 64) * 80 + 334_240 + 2_000_000;
+    assert_eq!(b, SimTime(want));
+}
