@@ -10,8 +10,19 @@
 //! its config), one variant in the matching state enum below, and one row in [`SCHEMES`].
 
 pub mod ecmp;
+pub mod flowlet;
+pub mod host_dr;
+pub mod jsq;
+pub mod ofan;
+pub mod plb;
+pub mod reps;
 pub mod spray;
+pub mod subflow;
+pub mod switch_ar;
+pub mod switch_random;
 pub mod switch_rr;
+#[cfg(test)]
+mod testutil;
 
 use crate::ids::HostId;
 use crate::net::{Port, Shape, Tier, Topology};
@@ -35,6 +46,14 @@ pub enum HostKind {
     Fixed,
     /// A fresh uniform entropy per packet (OPS).
     Oblivious,
+    /// N fixed entropies, packets striped round-robin (MPTCP-like).
+    Subflow,
+    /// One entropy, re-drawn after sustained ECN congestion (PLB).
+    Plb,
+    /// Recycle entropies of unmarked ACKs, explore otherwise (REPS).
+    Reps,
+    /// Rotate over the explicit paths to the destination (DRB); needs `SwitchKind::SourceRouted`.
+    Rotation,
 }
 
 /// Which switch policy a scheme uses.
@@ -44,6 +63,20 @@ pub enum SwitchKind {
     Hash,
     /// Round-robin over the group, reshuffling the order after every 5 wraps.
     RoundRobin,
+    /// Round-robin in one fixed random order, never reshuffled.
+    PlainRoundRobin,
+    /// A uniformly random port.
+    Random,
+    /// The shortest queue in bytes, ties at random.
+    Jsq,
+    /// The lowest occupancy bin (5/10/20% of the buffer), ties at random.
+    QuantizedAr,
+    /// Keep a flow's port within a flowlet; a new flowlet takes the shortest queue.
+    FlowletAr,
+    /// Per-destination rotation over an IWRR schedule.
+    Ofan,
+    /// The entropy is the path: decode this tier's port from it (host_dr).
+    SourceRouted,
 }
 
 /// One registry entry.
@@ -55,6 +88,8 @@ pub struct SchemeInfo {
     pub summary: &'static str,
     pub host: HostKind,
     pub switch: SwitchKind,
+    /// The `load_balancing.*` options this scheme reads (others are rejected).
+    pub options: &'static [&'static str],
 }
 
 /// Every load-balancing scheme lbsim implements, in the order `compare` runs them.
@@ -66,6 +101,39 @@ pub const SCHEMES: &[SchemeInfo] = &[
         summary: "hash of the 5-tuple and a per-flow entropy at every switch",
         host: HostKind::Fixed,
         switch: SwitchKind::Hash,
+        options: &[],
+    },
+    SchemeInfo {
+        name: "subflow",
+        side: Side::Host,
+        granularity: "subflow",
+        summary: "MPTCP-like: load_balancing.subflows (4) fixed entropies, packets striped round-robin",
+        host: HostKind::Subflow,
+        switch: SwitchKind::Hash,
+        options: &["subflows"],
+    },
+    SchemeInfo {
+        name: "plb",
+        side: Side::Host,
+        granularity: "flowlet",
+        summary: "PLB: re-draw the flow's entropy after consecutive ECN-congested rounds",
+        host: HostKind::Plb,
+        switch: SwitchKind::Hash,
+        options: &[
+            "plb_congested_fraction",
+            "plb_rehash_rounds",
+            "plb_idle_rehash_rounds",
+            "plb_suspend_us",
+        ],
+    },
+    SchemeInfo {
+        name: "flowlet_ar",
+        side: Side::Switch,
+        granularity: "flowlet",
+        summary: "switch flowlets: after a load_balancing.flowlet_gap_us (10) gap, move to the shortest queue",
+        host: HostKind::Fixed,
+        switch: SwitchKind::FlowletAr,
+        options: &["flowlet_gap_us"],
     },
     SchemeInfo {
         name: "host_spray",
@@ -74,6 +142,7 @@ pub const SCHEMES: &[SchemeInfo] = &[
         summary: "oblivious packet spraying (OPS): a fresh random entropy per packet",
         host: HostKind::Oblivious,
         switch: SwitchKind::Hash,
+        options: &[],
     },
     SchemeInfo {
         name: "switch_rr",
@@ -82,6 +151,70 @@ pub const SCHEMES: &[SchemeInfo] = &[
         summary: "switch round-robin over the next-hop group, order reshuffled after every 5 wraps",
         host: HostKind::Fixed,
         switch: SwitchKind::RoundRobin,
+        options: &[],
+    },
+    SchemeInfo {
+        name: "switch_rr_simple",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "plain switch round-robin in a fixed random order",
+        host: HostKind::Fixed,
+        switch: SwitchKind::PlainRoundRobin,
+        options: &[],
+    },
+    SchemeInfo {
+        name: "switch_random",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "a uniformly random next hop per packet (RSQ)",
+        host: HostKind::Fixed,
+        switch: SwitchKind::Random,
+        options: &[],
+    },
+    SchemeInfo {
+        name: "switch_jsq",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "join the shortest queue (bytes), ties at random",
+        host: HostKind::Fixed,
+        switch: SwitchKind::Jsq,
+        options: &[],
+    },
+    SchemeInfo {
+        name: "switch_ar",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "Spectrum-X style: lowest queue bin (5/10/20% of buffer), ties at random",
+        host: HostKind::Fixed,
+        switch: SwitchKind::QuantizedAr,
+        options: &["ar_refresh_ns"],
+    },
+    SchemeInfo {
+        name: "reps",
+        side: Side::Host,
+        granularity: "packet",
+        summary: "REPS: reuse entropies of unmarked ACKs (8-slot ring), explore otherwise, freeze on failure",
+        host: HostKind::Reps,
+        switch: SwitchKind::Hash,
+        options: &["reps_freeze_us", "reps_explore_packets"],
+    },
+    SchemeInfo {
+        name: "host_dr",
+        side: Side::Host,
+        granularity: "packet",
+        summary: "DRB: each flow rotates over every path to its destination (source-routed entropy)",
+        host: HostKind::Rotation,
+        switch: SwitchKind::SourceRouted,
+        options: &[],
+    },
+    SchemeInfo {
+        name: "ofan",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "switch rotation per destination ToR/pod and class over an IWRR schedule",
+        host: HostKind::Fixed,
+        switch: SwitchKind::Ofan,
+        options: &[],
     },
 ];
 
@@ -91,6 +224,15 @@ pub fn scheme(name: &str) -> Option<&'static SchemeInfo> {
 
 pub fn scheme_names() -> Vec<&'static str> {
     SCHEMES.iter().map(|s| s.name).collect()
+}
+
+/// The schemes that read the option `key` (a `load_balancing.*` field name).
+pub fn schemes_with_option(key: &str) -> Vec<&'static str> {
+    SCHEMES
+        .iter()
+        .filter(|s| s.options.contains(&key))
+        .map(|s| s.name)
+        .collect()
 }
 
 /// Size of the entropy space hosts draw from.
@@ -131,37 +273,51 @@ pub trait HostPolicy {
 pub enum HostLb {
     Fixed(ecmp::FixedEntropy),
     Oblivious(spray::Oblivious),
+    Subflow(subflow::Subflows),
+    Plb(plb::Plb),
+    Reps(reps::Reps),
+    Rotation(host_dr::HostDr),
+}
+
+/// Dispatches one call to the policy inside a `HostLb`.
+macro_rules! host_dispatch {
+    ($self:expr, $p:ident => $call:expr) => {
+        match $self {
+            HostLb::Fixed($p) => $call,
+            HostLb::Oblivious($p) => $call,
+            HostLb::Subflow($p) => $call,
+            HostLb::Plb($p) => $call,
+            HostLb::Reps($p) => $call,
+            HostLb::Rotation($p) => $call,
+        }
+    };
 }
 
 impl HostLb {
-    pub fn new(kind: HostKind, _ctx: &FlowCtx, rng: &mut SimRng) -> HostLb {
+    pub fn new(kind: HostKind, ctx: &FlowCtx, rng: &mut SimRng) -> HostLb {
+        let cfg = ctx.config;
         match kind {
             HostKind::Fixed => HostLb::Fixed(ecmp::FixedEntropy::new(rng)),
             HostKind::Oblivious => HostLb::Oblivious(spray::Oblivious),
+            HostKind::Subflow => HostLb::Subflow(subflow::Subflows::new(cfg.subflow_config(), rng)),
+            HostKind::Plb => HostLb::Plb(plb::Plb::new(cfg.plb_config(), rng)),
+            HostKind::Reps => HostLb::Reps(reps::Reps::new(cfg.reps_config())),
+            HostKind::Rotation => HostLb::Rotation(host_dr::HostDr::new(ctx, rng)),
         }
     }
 
     #[inline]
     pub fn next_entropy(&mut self, now: SimTime, rng: &mut SimRng) -> u32 {
-        match self {
-            HostLb::Fixed(p) => p.next_entropy(now, rng),
-            HostLb::Oblivious(p) => p.next_entropy(now, rng),
-        }
+        host_dispatch!(self, p => p.next_entropy(now, rng))
     }
 
     pub fn on_timeout(&mut self, now: SimTime) {
-        match self {
-            HostLb::Fixed(p) => p.on_timeout(now),
-            HostLb::Oblivious(p) => p.on_timeout(now),
-        }
+        host_dispatch!(self, p => p.on_timeout(now))
     }
 
     #[inline]
     pub fn on_ack(&mut self, ack: AckInfo) {
-        match self {
-            HostLb::Fixed(p) => p.on_ack(ack),
-            HostLb::Oblivious(p) => p.on_ack(ack),
-        }
+        host_dispatch!(self, p => p.on_ack(ack))
     }
 }
 
@@ -199,15 +355,39 @@ pub trait SwitchPolicy {
 pub enum SwitchLb {
     Hash(ecmp::HashPolicy),
     RoundRobin(switch_rr::RoundRobin),
+    Random(switch_random::RandomPort),
+    Jsq(jsq::Jsq),
+    QuantizedAr(switch_ar::QuantizedAr),
+    FlowletAr(flowlet::FlowletAr),
+    Ofan(ofan::Ofan),
+    SourceRouted(host_dr::SourceRouted),
 }
 
 impl SwitchLb {
-    pub fn new(kind: SwitchKind, ctx: &SwitchCtx, _config: &LoadBalancingConfig) -> SwitchLb {
+    pub fn new(kind: SwitchKind, ctx: &SwitchCtx, config: &LoadBalancingConfig) -> SwitchLb {
+        use switch_rr::{RoundRobin, RoundRobinConfig};
         match kind {
             SwitchKind::Hash => SwitchLb::Hash(ecmp::HashPolicy { salt: ctx.salt }),
-            SwitchKind::RoundRobin => SwitchLb::RoundRobin(switch_rr::RoundRobin::new(
-                switch_rr::RoundRobinConfig::default(),
-            )),
+            SwitchKind::RoundRobin => {
+                SwitchLb::RoundRobin(RoundRobin::new(RoundRobinConfig::default()))
+            }
+            SwitchKind::PlainRoundRobin => {
+                SwitchLb::RoundRobin(RoundRobin::new(RoundRobinConfig {
+                    reshuffle_after_wraps: 0,
+                }))
+            }
+            SwitchKind::Random => SwitchLb::Random(switch_random::RandomPort),
+            SwitchKind::Jsq => SwitchLb::Jsq(jsq::Jsq),
+            SwitchKind::QuantizedAr => {
+                SwitchLb::QuantizedAr(switch_ar::QuantizedAr::new(config.ar_config()))
+            }
+            SwitchKind::FlowletAr => {
+                SwitchLb::FlowletAr(flowlet::FlowletAr::new(config.flowlet_config()))
+            }
+            SwitchKind::Ofan => SwitchLb::Ofan(ofan::Ofan::new(ctx)),
+            SwitchKind::SourceRouted => {
+                SwitchLb::SourceRouted(host_dr::SourceRouted::new(ctx.tier, ctx.shape))
+            }
         }
     }
 
@@ -216,6 +396,12 @@ impl SwitchLb {
         match self {
             SwitchLb::Hash(p) => p.choose(pkt, group, rng),
             SwitchLb::RoundRobin(p) => p.choose(pkt, group, rng),
+            SwitchLb::Random(p) => p.choose(pkt, group, rng),
+            SwitchLb::Jsq(p) => p.choose(pkt, group, rng),
+            SwitchLb::QuantizedAr(p) => p.choose(pkt, group, rng),
+            SwitchLb::FlowletAr(p) => p.choose(pkt, group, rng),
+            SwitchLb::Ofan(p) => p.choose(pkt, group, rng),
+            SwitchLb::SourceRouted(p) => p.choose(pkt, group, rng),
         }
     }
 }
@@ -233,5 +419,22 @@ mod tests {
         }
         assert!(scheme("ecmp").is_some());
         assert!(scheme("nope").is_none());
+    }
+
+    #[test]
+    fn every_option_belongs_to_a_scheme_and_is_a_config_field() {
+        let all = LoadBalancingConfig::OPTION_KEYS;
+        for s in SCHEMES {
+            for o in s.options {
+                assert!(all.contains(o), "{}: {o}", s.name);
+            }
+        }
+        for o in all {
+            assert!(
+                !schemes_with_option(o).is_empty(),
+                "{o} is read by no scheme"
+            );
+        }
+        assert_eq!(schemes_with_option("subflows"), vec!["subflow"]);
     }
 }

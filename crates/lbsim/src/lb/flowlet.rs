@@ -1,0 +1,136 @@
+//! Flowlet adaptive routing (switch, CONGA/LetFlow-lite; the study's "Switch Flowlet"): a switch
+//! remembers each flow's port and the time of its last packet. A packet arriving more than
+//! `load_balancing.flowlet_gap_us` after the flow's previous one (default 10 us, the study's fork;
+//! LetFlow/CONGA use hundreds of us) starts a new flowlet, which goes to the least-occupied port
+//! (the current port if it ties for least, else at random among the least); otherwise it keeps
+//! the flowlet's port, so packets within a flowlet stay in order. The study's fork moves only to a
+//! strictly better port and only half the time; lbsim always takes the shortest queue.
+//!
+//! The table is a BTreeMap keyed by the 5-tuple hash (data and ACKs are separate flows), so its
+//! iteration order could never depend on a hasher; it is only ever looked up, never iterated.
+//! Entries are kept for the whole run (a real switch ages them out; a run's flows are finite).
+
+use std::collections::BTreeMap;
+
+use super::{PacketView, SwitchPolicy};
+use crate::net::Port;
+use crate::rng::SimRng;
+use crate::time::SimTime;
+
+/// `load_balancing.flowlet_gap_us`: the idle gap that starts a new flowlet (default 10 us).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlowletConfig {
+    pub gap: SimTime,
+}
+
+impl Default for FlowletConfig {
+    fn default() -> Self {
+        FlowletConfig {
+            gap: SimTime::from_us(10),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    last: SimTime,
+    port: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct FlowletAr {
+    cfg: FlowletConfig,
+    table: BTreeMap<u64, Entry>,
+    /// Flowlets started (first packets included), for tests and diagnostics.
+    pub flowlets: u64,
+}
+
+impl FlowletAr {
+    pub fn new(cfg: FlowletConfig) -> Self {
+        FlowletAr {
+            cfg,
+            table: BTreeMap::new(),
+            flowlets: 0,
+        }
+    }
+}
+
+impl SwitchPolicy for FlowletAr {
+    fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
+        let n = group.len();
+        let gap = self.cfg.gap;
+        let e = self.table.entry(pkt.flow_key).or_insert(Entry {
+            last: SimTime::ZERO,
+            port: u32::MAX,
+        });
+        let fresh = e.port == u32::MAX || pkt.now - e.last > gap || e.port as usize >= n;
+        e.last = pkt.now;
+        if fresh {
+            self.flowlets += 1;
+            let min = group.iter().map(|p| p.queued_bytes).min().unwrap_or(0);
+            let keep = (e.port as usize) < n && group[e.port as usize].queued_bytes == min;
+            if !keep {
+                e.port = super::jsq::shortest(group, rng) as u32;
+            }
+        }
+        e.port as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lb::testutil::{ports, view};
+    use crate::rng::{rng_for, Stream};
+
+    #[test]
+    fn packets_within_the_gap_keep_their_port_even_when_it_fills() {
+        let mut rng = rng_for(8, Stream::Switch, 0);
+        let mut p = FlowletAr::new(FlowletConfig::default());
+        let mut g = ports(1 << 20, &[500, 0, 700]);
+        let first = p.choose(&view(1, SimTime::ZERO), &g, &mut rng);
+        assert_eq!(first, 1);
+        g[1].queued_bytes = 100_000;
+        for i in 1..50 {
+            // 5 us apart: never a 10 us gap.
+            assert_eq!(p.choose(&view(1, SimTime::from_us(5 * i)), &g, &mut rng), 1);
+        }
+        // Another flow sees the current queues.
+        assert_eq!(p.choose(&view(2, SimTime::from_us(250)), &g, &mut rng), 0);
+        assert_eq!(p.flowlets, 2);
+    }
+
+    #[test]
+    fn a_gap_longer_than_the_threshold_moves_the_flowlet_to_the_shortest_queue() {
+        let mut rng = rng_for(8, Stream::Switch, 1);
+        let mut p = FlowletAr::new(FlowletConfig::default());
+        let mut g = ports(1 << 20, &[0, 10, 10]);
+        assert_eq!(p.choose(&view(7, SimTime::ZERO), &g, &mut rng), 0);
+        g[0].queued_bytes = 50;
+        // Exactly the gap: same flowlet. More than the gap: a new one, on port 1 or 2.
+        assert_eq!(p.choose(&view(7, SimTime::from_us(10)), &g, &mut rng), 0);
+        let moved = p.choose(&view(7, SimTime::from_us(21)), &g, &mut rng);
+        assert!(moved == 1 || moved == 2);
+        // A new flowlet stays put when its port ties for shortest.
+        g[moved].queued_bytes = 0;
+        g[3 - moved].queued_bytes = 0;
+        g[0].queued_bytes = 0;
+        assert_eq!(
+            p.choose(&view(7, SimTime::from_us(40)), &g, &mut rng),
+            moved
+        );
+        assert_eq!(p.flowlets, 3);
+    }
+
+    #[test]
+    fn the_gap_is_configurable() {
+        let mut rng = rng_for(8, Stream::Switch, 2);
+        let mut p = FlowletAr::new(FlowletConfig {
+            gap: SimTime::from_us(1),
+        });
+        let mut g = ports(1 << 20, &[0, 10]);
+        assert_eq!(p.choose(&view(3, SimTime::ZERO), &g, &mut rng), 0);
+        g[0].queued_bytes = 20;
+        assert_eq!(p.choose(&view(3, SimTime::from_us(2)), &g, &mut rng), 1);
+    }
+}
