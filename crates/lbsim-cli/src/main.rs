@@ -1,6 +1,7 @@
 //! The `lbsim` command line: runs scenarios, compares schemes, and writes results.
 
 mod output;
+mod queue_scaling;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -70,6 +71,29 @@ enum Cmd {
         #[command(flatten)]
         scenario: ScenarioArgs,
     },
+    /// Mean switch queue against message length per scheme, and the log-log slope.
+    QueueScaling {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        /// Comma-separated scheme names (default: all).
+        #[arg(long, value_delimiter = ',')]
+        schemes: Option<Vec<String>>,
+        /// Message lengths in packets (message_bytes = m x payload).
+        #[arg(long, value_delimiter = ',', default_value = "16,64,256,1024,4096")]
+        packets: Vec<u64>,
+        /// Workload (default: the scenario's).
+        #[arg(long, value_parser = ["permutation", "all_to_all"])]
+        workload: Option<String>,
+        /// Runs per point, seeds seed, seed+1, ...; q is averaged over them.
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        /// Write DIR/queue_scaling.csv (one row per run) and DIR/slopes.csv.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Runs in parallel (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
 }
 
 fn load_file(args: &ScenarioArgs) -> Result<(ScenarioFile, Origin)> {
@@ -133,6 +157,25 @@ fn real_main(cli: Cli) -> Result<()> {
             print!("{}", file.to_toml());
             Ok(())
         }
+        Cmd::QueueScaling {
+            scenario,
+            schemes,
+            packets,
+            workload,
+            seeds,
+            out,
+            jobs,
+        } => queue_scaling::run(
+            &scenario,
+            queue_scaling::Options {
+                schemes,
+                packets,
+                workload,
+                seeds,
+                out,
+                jobs,
+            },
+        ),
     }
 }
 

@@ -7,6 +7,7 @@
 //! global state; [`run`] times a whole run from the outside.
 
 pub mod engine;
+pub mod experiments;
 pub mod ids;
 pub mod lb;
 pub mod net;
