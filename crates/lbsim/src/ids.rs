@@ -31,10 +31,6 @@ id_type!(
     /// A flow (one message from one host to another).
     FlowId
 );
-id_type!(
-    /// A slot in the packet slab.
-    PacketId
-);
 
 /// Either end of a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 
 pub mod engine;
 pub mod experiments;
+pub mod failure;
 pub mod ids;
 pub mod lb;
 pub mod net;

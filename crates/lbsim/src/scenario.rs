@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::failure::{self, FailureConfig, FailureSpec, LinkFailure};
 use crate::lb;
 use crate::net::{LinkParams, Topology};
+use crate::stats::bound;
 use crate::time::{BitsPerSec, SimTime};
 use crate::workload::{self, FlowSpec};
 
@@ -127,6 +129,10 @@ pub struct TransportConfig {
     /// Fraction of the NIC's line rate a host sends data at (0 < rate_coef <= 1).
     pub rate_coef: f64,
     pub loss_recovery: LossRecoveryKind,
+    /// Retransmission / no-progress timeout (default 100 us, the Ultra Ethernet floor). With the
+    /// ideal erasure transport it only tells the host's load balancer that ACKs stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rto_us: Option<f64>,
 }
 
 impl Default for TransportConfig {
@@ -135,6 +141,7 @@ impl Default for TransportConfig {
             cc: CcKind::Constant,
             rate_coef: 1.0,
             loss_recovery: LossRecoveryKind::IdealErasure,
+            rto_us: None,
         }
     }
 }
@@ -396,6 +403,16 @@ pub struct ScenarioFile {
     pub transport: TransportConfig,
     pub load_balancing: LoadBalancingConfig,
     pub workload: WorkloadConfig,
+    /// Routing's reaction to failures.
+    #[serde(skip_serializing_if = "is_default")]
+    pub failure: FailureConfig,
+    /// `[[failures]]`: links that go down, degrade or turn flaky.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<FailureSpec>,
+}
+
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }
 
 impl Default for ScenarioFile {
@@ -408,6 +425,8 @@ impl Default for ScenarioFile {
             transport: TransportConfig::default(),
             load_balancing: LoadBalancingConfig::default(),
             workload: WorkloadConfig::default(),
+            failure: FailureConfig::default(),
+            failures: Vec::new(),
         }
     }
 }
@@ -540,7 +559,14 @@ pub struct Scenario {
     pub topology: Topology,
     pub flows: Vec<FlowSpec>,
     pub ecn_threshold_bytes: u64,
+    /// The run stops here (`end_time_us`; with failures and no cap, 20 x the lower bound, so
+    /// a flow pinned to a dead path cannot run forever).
     pub end_time: Option<SimTime>,
+    pub failures: Vec<LinkFailure>,
+    /// The study's G; None = routing never converges.
+    pub convergence: Option<SimTime>,
+    /// A flow that hears no ACK for this long tells its host policy (`on_timeout`).
+    pub rto: SimTime,
 }
 
 fn check(ok: bool, origin: &Origin, key: &str, msg: &str) -> Result<(), ConfigError> {
@@ -689,12 +715,52 @@ impl Scenario {
         )?;
         let ecn = t.ecn_threshold_bytes.unwrap_or(t.buffer_bytes / 5);
         let flows = workload::generate(&file, &topology, origin)?;
+        let failures = failure::resolve(&file.failures, &topology, file.seed, origin)?;
+        let convergence = match file.failure.convergence_us {
+            None => None,
+            Some(g) => {
+                check(
+                    finite_nonneg(g),
+                    o,
+                    "failure.convergence_us",
+                    "must be a non-negative number of microseconds",
+                )?;
+                Some(SimTime::from_us_f64(g))
+            }
+        };
+        let rto = match file.transport.rto_us {
+            None => SimTime::from_us(100),
+            Some(us) => {
+                check(
+                    us.is_finite() && us > 0.0,
+                    o,
+                    "transport.rto_us",
+                    "must be a positive number of microseconds",
+                )?;
+                SimTime::from_us_f64(us)
+            }
+        };
+        let end_time = match (end_time, file.failures.is_empty()) {
+            (None, false) => {
+                let sizes = bound::Sizes {
+                    mss: file.packet.payload_bytes,
+                    header: file.packet.header_bytes,
+                    ack: file.packet.ack_bytes,
+                };
+                let lb = bound::lower_bound(&topology, &flows, sizes);
+                Some(SimTime(lb.ps().saturating_mul(20)))
+            }
+            (e, _) => e,
+        };
         Ok(Scenario {
             scheme,
             topology,
             flows,
             ecn_threshold_bytes: ecn,
             end_time,
+            failures,
+            convergence,
+            rto,
             file,
         })
     }

@@ -1,32 +1,84 @@
 //! The simulation: one owned world (arenas of ports, hosts, switches, flows and packets addressed by
 //! typed ids), the event set, and the handlers that move packets.
 //!
-//! Per packet hop there are exactly two events: the end of its serialization at an egress port and
-//! its arrival at the far end of the link (only the head of each link's in-flight ring is
-//! scheduled). Host NICs pull data from the host's round-robin flow scheduler when they go idle,
-//! so data never queues inside a host; ACKs wait in the NIC's priority queue.
+//! A packet hop is one event: its arrival at the far end of the link. FIFO ports compute departure
+//! times when they accept a packet (see `net::port`), and only the head of each port's ring has a
+//! pending arrival. Host NICs pull the next data packet from the host's round-robin flow
+//! scheduler when they go idle (one wake-up event per data packet), so data never queues inside
+//! a host and ACKs, which are put on the NIC as they are made, go ahead of data not yet started.
 
 use std::collections::VecDeque;
 
 use crate::engine::EventQueue;
-use crate::ids::{FlowId, HostId, NodeId, PacketId, PortId, SwitchId};
-use crate::lb::{AckInfo, FlowCtx, HostLb, PacketView, SwitchCtx, SwitchLb};
-use crate::net::{Packet, PacketKind, PacketSlab, Port, Route};
+use crate::failure::{self, Effect, Fault, Weights};
+use crate::ids::{FlowId, HostId, NodeId, PortId, SwitchId};
+use crate::lb::{AckInfo, FlowCtx, HostLb, PacketView, SwitchCtx, SwitchKind, SwitchLb};
+use crate::net::{Packet, PacketKind, Port, Route};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::{self, bound, FlowRecord, Summary};
 use crate::time::{BitsPerSec, SimTime};
 use crate::transport::{flow_key, Flow};
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
     FlowStart(FlowId),
-    /// The packet in service at this port has been serialized.
-    TxDone(PortId),
-    /// The head of this port's link has reached the far end.
+    /// The head of this port's ring has reached the far end of the link.
     Arrive(PortId),
-    /// The host's pacing gap has elapsed.
+    /// The host's NIC is idle and its pacer allows the next data packet.
     HostWake(HostId),
+    /// A scheduled change of the fabric: an index into `Simulation::controls`.
+    Control(u32),
+    /// The flow's no-progress timer (a missing-ACK timeout for the host's policy).
+    FlowTimer(FlowId),
+}
+
+/// A scheduled change of the fabric.
+#[derive(Clone, Copy, Debug)]
+enum Control {
+    Fail(usize),
+    Recover(usize),
+    /// Routing learns the current state of failure `i`'s links.
+    Converge(usize),
+}
+
+/// An event packed into 4 bytes (3-bit kind, 29-bit id) so heap entries stay 16 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Packed(u32);
+
+const ID_BITS: u32 = 29;
+const ID_MASK: u32 = (1 << ID_BITS) - 1;
+
+/// The largest id an event can carry.
+pub const MAX_EVENT_ID: u32 = ID_MASK;
+
+impl From<Event> for Packed {
+    #[inline]
+    fn from(e: Event) -> Packed {
+        let (tag, id) = match e {
+            Event::FlowStart(f) => (0, f.0),
+            Event::Arrive(p) => (1, p.0),
+            Event::HostWake(h) => (2, h.0),
+            Event::Control(i) => (3, i),
+            Event::FlowTimer(f) => (4, f.0),
+        };
+        debug_assert!(id <= ID_MASK);
+        Packed((tag << ID_BITS) | id)
+    }
+}
+
+impl From<Packed> for Event {
+    #[inline]
+    fn from(p: Packed) -> Event {
+        let id = p.0 & ID_MASK;
+        match p.0 >> ID_BITS {
+            0 => Event::FlowStart(FlowId(id)),
+            1 => Event::Arrive(PortId(id)),
+            2 => Event::HostWake(HostId(id)),
+            3 => Event::Control(id),
+            _ => Event::FlowTimer(FlowId(id)),
+        }
+    }
 }
 
 struct Host {
@@ -53,6 +105,10 @@ pub struct Counters {
     pub acks_delivered: u64,
     pub acks_dropped: u64,
     pub ecn_marks: u64,
+    /// Packets (data or ACK) lost on failed links; included in the dropped counts.
+    pub link_losses: u64,
+    /// Packets dropped because converged routing had no path (included in the dropped counts).
+    pub unroutable: u64,
 }
 
 /// Where packets are when the run stops.
@@ -65,13 +121,13 @@ pub struct InFlight {
 pub struct Simulation {
     sc: Scenario,
     now: SimTime,
-    events: EventQueue<Event>,
+    events: EventQueue<Packed>,
     event_count: u64,
+    hops: u64,
     ports: Vec<Port>,
     hosts: Vec<Host>,
     switches: Vec<Switch>,
     flows: Vec<Flow>,
-    packets: PacketSlab,
     mss: u32,
     header: u32,
     ack_bytes: u32,
@@ -79,6 +135,17 @@ pub struct Simulation {
     completed: u64,
     counters: Counters,
     ended: Option<SimTime>,
+    /// The switch policy reads queue lengths.
+    sync_groups: bool,
+    controls: Vec<Control>,
+    /// Routing's belief of each port's capacity (hundredths), updated on convergence.
+    routing_cap: Vec<u32>,
+    weights: Weights,
+    routing_epoch: u32,
+    /// Hosts per ToR (leaf): destination host -> destination ToR for weighted groups.
+    hosts_per_tor: u32,
+    /// No-ACK time after which a host policy hears `on_timeout`.
+    rto: SimTime,
 }
 
 impl Simulation {
@@ -143,8 +210,29 @@ impl Simulation {
             BitsPerSec(((topo.host_rate.0 as f64) * sc.file.transport.rate_coef).round() as u64);
         let mut events = EventQueue::new();
         for (i, f) in sc.flows.iter().enumerate() {
-            events.push(f.start, Event::FlowStart(FlowId(i as u32)));
+            events.push(f.start, Event::FlowStart(FlowId(i as u32)).into());
         }
+        let mut controls = Vec::new();
+        for (i, f) in sc.failures.iter().enumerate() {
+            let mut at = |t: SimTime, c: Control| {
+                events.push(t, Event::Control(controls.len() as u32).into());
+                controls.push(c);
+            };
+            at(f.at, Control::Fail(i));
+            if let Some(g) = sc.convergence {
+                at(f.at + g, Control::Converge(i));
+            }
+            if let Some(r) = f.recover {
+                at(r, Control::Recover(i));
+                if let Some(g) = sc.convergence {
+                    at(r + g, Control::Converge(i));
+                }
+            }
+        }
+        let hosts_per_tor = match topo.shape {
+            crate::net::Shape::FatTree { k } => k / 2,
+            crate::net::Shape::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
+        };
         Simulation {
             mss: sc.file.packet.payload_bytes,
             header: sc.file.packet.header_bytes,
@@ -152,15 +240,30 @@ impl Simulation {
             now: SimTime::ZERO,
             events,
             event_count: 0,
+            hops: 0,
             ports,
             hosts,
             switches,
             flows,
-            packets: PacketSlab::default(),
             pace_rate: BitsPerSec(pace_rate.0.max(1)),
             completed: 0,
             counters: Counters::default(),
             ended: None,
+            sync_groups: !matches!(
+                sc.scheme.switch,
+                SwitchKind::Hash
+                    | SwitchKind::RoundRobin
+                    | SwitchKind::PlainRoundRobin
+                    | SwitchKind::Random
+                    | SwitchKind::Ofan
+                    | SwitchKind::SourceRouted
+            ),
+            controls,
+            routing_cap: vec![100; topo.links.len()],
+            weights: Weights::default(),
+            routing_epoch: 0,
+            hosts_per_tor,
+            rto: sc.rto,
             sc,
         }
     }
@@ -177,14 +280,15 @@ impl Simulation {
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
             self.event_count += 1;
-            match ev {
+            match Event::from(ev) {
                 Event::FlowStart(f) => self.on_flow_start(f),
-                Event::TxDone(p) => self.on_tx_done(p),
                 Event::Arrive(p) => self.on_arrive(p),
                 Event::HostWake(h) => {
                     self.hosts[h.idx()].wake_pending = false;
                     self.try_send(h);
                 }
+                Event::Control(i) => self.on_control(self.controls[i as usize]),
+                Event::FlowTimer(f) => self.on_flow_timer(f),
             }
             if self.completed == total {
                 break;
@@ -195,25 +299,96 @@ impl Simulation {
 
     fn on_flow_start(&mut self, f: FlowId) {
         let src = self.flows[f.idx()].spec.src;
+        self.flows[f.idx()].last_ack = self.now;
         self.hosts[src.idx()].active.push_back(f);
         self.try_send(src);
+        if !self.sc.failures.is_empty() {
+            self.events
+                .push(self.now + self.rto, Event::FlowTimer(f).into());
+        }
     }
 
-    /// Lets host `h` put its next data packet on its idle NIC, if the pacer allows.
-    fn try_send(&mut self, h: HostId) {
-        let port = PortId(h.0);
-        if self.ports[port.idx()].current.is_some() {
+    /// Tells the host policy when a flow has heard no ACK for a whole timeout; re-arms itself
+    /// until the flow is done.
+    fn on_flow_timer(&mut self, f: FlowId) {
+        let flow = &mut self.flows[f.idx()];
+        if flow.sender_done {
             return;
         }
-        let host = &mut self.hosts[h.idx()];
-        if host.active.is_empty() {
-            return;
-        }
-        if self.now < host.next_send {
-            if !host.wake_pending {
-                host.wake_pending = true;
-                self.events.push(host.next_send, Event::HostWake(h));
+        let due = flow.last_ack + self.rto;
+        let next = if self.now >= due {
+            flow.lb.on_timeout(self.now);
+            flow.timeouts += 1;
+            self.now + self.rto
+        } else {
+            due
+        };
+        self.events.push(next, Event::FlowTimer(f).into());
+    }
+
+    fn on_control(&mut self, c: Control) {
+        match c {
+            Control::Fail(i) => {
+                let f = self.sc.failures[i].clone();
+                for (n, port) in f.ports.iter().enumerate() {
+                    let p = &mut self.ports[port.idx()];
+                    match f.effect {
+                        Effect::Down => p.set_fault(Fault::Down),
+                        Effect::Degraded(x) => p.set_rate(BitsPerSec(
+                            ((p.nominal_rate.0 as f64) * x).round().max(1.0) as u64,
+                        )),
+                        Effect::Flaky(ge) => p.set_fault(Fault::Flaky {
+                            ge,
+                            bad: false,
+                            rng: Box::new(rng_for(
+                                self.sc.file.seed,
+                                Stream::Failure,
+                                (1 << 32) + 2 * i as u64 + n as u64,
+                            )),
+                        }),
+                    }
+                }
             }
+            Control::Recover(i) => {
+                for port in self.sc.failures[i].ports {
+                    let p = &mut self.ports[port.idx()];
+                    p.set_fault(Fault::Healthy);
+                    let r = p.nominal_rate;
+                    p.set_rate(r);
+                }
+            }
+            Control::Converge(i) => {
+                let f = &self.sc.failures[i];
+                let recovered = f.recover.is_some_and(|r| self.now >= r);
+                let cap = if recovered {
+                    100
+                } else {
+                    failure::capacity_units(Some(f.effect))
+                };
+                for port in f.ports {
+                    self.routing_cap[port.idx()] = cap;
+                }
+                self.weights = Weights::compute(&self.sc.topology, &self.routing_cap);
+                self.routing_epoch += 1;
+            }
+        }
+    }
+
+    /// Lets host `h` put its next data packet on its NIC if the NIC is idle and the pacer allows;
+    /// otherwise makes sure a wake-up is pending for when both will.
+    fn try_send(&mut self, h: HostId) {
+        let now = self.now;
+        let port = PortId(h.0);
+        let host = &mut self.hosts[h.idx()];
+        if host.active.is_empty() || host.wake_pending {
+            return;
+        }
+        let p = &mut self.ports[port.idx()];
+        p.sync(now);
+        let ready = p.busy_until.max(host.next_send);
+        if ready > now {
+            host.wake_pending = true;
+            self.events.push(ready, Event::HostWake(h).into());
             return;
         }
         // Round-robin over flows that still send; finished ones leave the ring here.
@@ -227,7 +402,7 @@ impl Simulation {
         host.active.push_back(f);
         let flow = &mut self.flows[f.idx()];
         let payload = flow.next_payload(self.mss);
-        let entropy = flow.lb.next_entropy(self.now, &mut host.rng);
+        let entropy = flow.lb.next_entropy(now, &mut host.rng);
         let pkt = Packet {
             flow: f,
             src: flow.spec.src,
@@ -239,49 +414,34 @@ impl Simulation {
             kind: PacketKind::Data,
             ecn: false,
             done: false,
-            sent_at: self.now,
+            sent_at: now,
         };
         flow.next_seq = flow.next_seq.wrapping_add(1);
         flow.sent_bytes += payload as u64;
         flow.data_packets_sent += 1;
         self.counters.data_sent += 1;
-        host.next_send = self.now + self.pace_rate.serialization(pkt.wire_bytes as u64);
-        let id = self.packets.alloc(pkt);
-        self.start_tx(port, id);
-    }
-
-    /// Starts serializing `pkt` on the idle `port`.
-    #[inline]
-    fn start_tx(&mut self, port: PortId, pkt: PacketId) {
-        let bytes = self.packets.get(pkt).wire_bytes;
+        host.next_send = now + self.pace_rate.serialization(pkt.wire_bytes as u64);
         let p = &mut self.ports[port.idx()];
-        debug_assert!(p.current.is_none());
-        p.account(self.now);
-        p.queued_bytes += bytes as u64;
-        p.current = Some(pkt);
-        let done = self.now + p.serialization(bytes);
-        self.events.push(done, Event::TxDone(port));
+        self.hops += 1;
+        if p.push(now, pkt) {
+            let t = p.head_arrival().expect("just pushed");
+            self.events.push(t, Event::Arrive(port).into());
+        }
+        let ready = p.busy_until.max(host.next_send);
+        host.wake_pending = true;
+        self.events.push(ready, Event::HostWake(h).into());
     }
 
-    /// Offers `pkt` to a switch egress queue: drop-tail on the byte buffer, CE mark above the
-    /// threshold, start service if idle.
+    /// Offers `pkt` to an egress port: drop-tail on the byte buffer, CE mark above the threshold.
     #[inline]
-    fn enqueue(&mut self, port: PortId, pkt: PacketId) {
+    fn enqueue(&mut self, port: PortId, mut packet: Packet) {
         let now = self.now;
-        let packet = self.packets.get_mut(pkt);
-        let bytes = packet.wire_bytes as u64;
+        let bytes = packet.wire_bytes;
         let p = &mut self.ports[port.idx()];
-        if p.queued_bytes + bytes > p.buffer_bytes {
+        p.sync(now);
+        if p.queued_bytes + bytes as u64 > p.buffer_bytes {
             p.stats.drops += 1;
-            let (kind, flow) = (packet.kind, packet.flow);
-            self.packets.free(pkt);
-            match kind {
-                PacketKind::Data => {
-                    self.counters.data_dropped += 1;
-                    self.flows[flow.idx()].packets_dropped += 1;
-                }
-                PacketKind::Ack => self.counters.acks_dropped += 1,
-            }
+            self.lose(packet);
             return;
         }
         if packet.kind == PacketKind::Data && p.queued_bytes > p.ecn_threshold_bytes {
@@ -289,46 +449,35 @@ impl Simulation {
             p.stats.ecn_marks += 1;
             self.counters.ecn_marks += 1;
         }
-        p.account(now);
-        p.queued_bytes += bytes;
-        p.stats.max_bytes = p.stats.max_bytes.max(p.queued_bytes);
-        if p.current.is_none() {
-            p.current = Some(pkt);
-            let done = now + p.serialization(bytes as u32);
-            self.events.push(done, Event::TxDone(port));
-        } else {
-            p.queue.push_back(pkt);
+        self.hops += 1;
+        if p.push(now, packet) {
+            let t = p.head_arrival().expect("just pushed");
+            self.events.push(t, Event::Arrive(port).into());
         }
     }
 
-    fn on_tx_done(&mut self, port: PortId) {
-        let now = self.now;
-        let p = &mut self.ports[port.idx()];
-        let pkt = p.current.take().expect("a packet in service");
-        let bytes = self.packets.get(pkt).wire_bytes;
-        p.account(now);
-        p.queued_bytes -= bytes as u64;
-        p.stats.tx_packets += 1;
-        let arrival = now + p.latency;
-        p.wire.push_back((arrival, pkt));
-        if p.wire.len() == 1 {
-            self.events.push(arrival, Event::Arrive(port));
-        }
-        if let Some(next) = p.prio.pop_front().or_else(|| p.queue.pop_front()) {
-            let b = self.packets.get(next).wire_bytes;
-            p.current = Some(next);
-            let done = now + p.serialization(b);
-            self.events.push(done, Event::TxDone(port));
-        } else if (port.0) < self.sc.topology.hosts {
-            self.try_send(HostId(port.0));
+    /// Accounts a packet dropped by a queue or lost on a link.
+    fn lose(&mut self, packet: Packet) {
+        match packet.kind {
+            PacketKind::Data => {
+                self.counters.data_dropped += 1;
+                self.flows[packet.flow.idx()].packets_dropped += 1;
+            }
+            PacketKind::Ack => self.counters.acks_dropped += 1,
         }
     }
 
     fn on_arrive(&mut self, port: PortId) {
         let p = &mut self.ports[port.idx()];
-        let (_, pkt) = p.wire.pop_front().expect("a packet on the wire");
-        if let Some(&(next, _)) = p.wire.front() {
-            self.events.push(next, Event::Arrive(port));
+        let pkt = p.pop_arrived(self.now);
+        if let Some(next) = p.head_arrival() {
+            self.events.push(next, Event::Arrive(port).into());
+        }
+        if p.faulty && p.fault.loses() {
+            p.stats.link_losses += 1;
+            self.counters.link_losses += 1;
+            self.lose(pkt);
+            return;
         }
         match p.peer {
             NodeId::Switch(s) => self.forward(s, pkt),
@@ -336,13 +485,21 @@ impl Simulation {
         }
     }
 
-    fn forward(&mut self, s: SwitchId, pkt: PacketId) {
-        let packet = self.packets.get(pkt);
+    fn forward(&mut self, s: SwitchId, packet: Packet) {
         let out = match self.sc.topology.route(s, packet.dst) {
             Route::Port(p) => p,
             Route::Group { first, n } => {
                 let is_ack = packet.kind == PacketKind::Ack;
+                let weights = self.weights.get(s, packet.dst.0 / self.hosts_per_tor);
+                if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
+                    // Converged routing knows no path to the destination from here.
+                    self.counters.unroutable += 1;
+                    self.lose(packet);
+                    return;
+                }
                 let view = PacketView {
+                    weights,
+                    epoch: self.routing_epoch,
                     src: packet.src,
                     dst: packet.dst,
                     flow_key: flow_key(packet.flow, is_ack),
@@ -350,17 +507,23 @@ impl Simulation {
                     is_ack,
                     now: self.now,
                 };
-                let group = &self.ports[first.idx()..first.idx() + n as usize];
+                let group = &mut self.ports[first.idx()..first.idx() + n as usize];
+                // Queue-reading policies must see occupancy as of now.
+                if self.sync_groups {
+                    for p in group.iter_mut() {
+                        p.sync(self.now);
+                    }
+                }
+                let group = &*group;
                 let sw = &mut self.switches[s.idx()];
                 let i = sw.lb.choose(&view, group, &mut sw.rng);
                 PortId(first.0 + i as u32)
             }
         };
-        self.enqueue(out, pkt);
+        self.enqueue(out, packet);
     }
 
-    fn receive(&mut self, h: HostId, pkt: PacketId) {
-        let packet = *self.packets.get(pkt);
+    fn receive(&mut self, h: HostId, packet: Packet) {
         let flow = &mut self.flows[packet.flow.idx()];
         match packet.kind {
             PacketKind::Data => {
@@ -372,8 +535,8 @@ impl Simulation {
                     flow.finish = Some(self.now);
                     self.completed += 1;
                 }
-                // The data packet's slot becomes its ACK.
-                let ack = self.packets.get_mut(pkt);
+                // The ACK keeps the data's flow, sequence, entropy, ECN mark and send time.
+                let mut ack = packet;
                 ack.kind = PacketKind::Ack;
                 ack.src = h;
                 ack.dst = packet.src;
@@ -381,12 +544,7 @@ impl Simulation {
                 ack.payload = 0;
                 ack.done = flow.finish.is_some();
                 self.counters.acks_sent += 1;
-                let nic = PortId(h.0);
-                if self.ports[nic.idx()].current.is_none() {
-                    self.start_tx(nic, pkt);
-                } else {
-                    self.ports[nic.idx()].prio.push_back(pkt);
-                }
+                self.enqueue(PortId(h.0), ack);
             }
             PacketKind::Ack => {
                 self.counters.acks_delivered += 1;
@@ -396,10 +554,10 @@ impl Simulation {
                     sent_at: packet.sent_at,
                     now: self.now,
                 });
+                flow.last_ack = self.now;
                 if packet.done {
                     flow.sender_done = true;
                 }
-                self.packets.free(pkt);
             }
         }
     }
@@ -410,6 +568,11 @@ impl Simulation {
 
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// Packets put on links so far (data and ACKs).
+    pub fn hops(&self) -> u64 {
+        self.hops
     }
 
     pub fn events(&self) -> u64 {
@@ -424,15 +587,8 @@ impl Simulation {
     pub fn in_flight(&self) -> InFlight {
         let mut f = InFlight::default();
         for p in &self.ports {
-            let ids = p
-                .queue
-                .iter()
-                .chain(p.prio.iter())
-                .chain(p.current.iter())
-                .copied()
-                .chain(p.wire.iter().map(|w| w.1));
-            for id in ids {
-                match self.packets.get(id).kind {
+            for slot in &p.ring {
+                match slot.pkt.kind {
                     PacketKind::Data => f.data += 1,
                     PacketKind::Ack => f.acks += 1,
                 }
@@ -447,8 +603,8 @@ impl Simulation {
         let mut max = 0;
         let mut over = false;
         for p in &self.ports[r] {
-            max = max.max(p.stats.max_bytes);
-            over |= p.stats.max_bytes > p.buffer_bytes;
+            max = max.max(p.max_bytes);
+            over |= p.max_bytes > p.buffer_bytes;
         }
         (max, over)
     }
@@ -532,6 +688,10 @@ impl Simulation {
             mean_queue_bytes: mean_queue,
             end_ps: end.ps(),
             events: self.event_count,
+            packet_hops: self.hops,
+            link_losses: self.counters.link_losses,
+            failed_links: sc.failures.iter().map(|f| f.name.clone()).collect(),
+            timeouts: self.flows.iter().map(|f| f.timeouts).sum(),
             wall_seconds: 0.0,
             events_per_second: 0.0,
             seed: sc.file.seed,
@@ -551,5 +711,21 @@ fn topology_label(sc: &Scenario) -> String {
             "leaf_spine {leaves}x{hosts_per_leaf} hosts, {spines} spines {}G",
             t.link_gbps
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_pack_losslessly() {
+        for e in [
+            Event::FlowStart(FlowId(0)),
+            Event::Arrive(PortId(MAX_EVENT_ID)),
+            Event::HostWake(HostId(12345)),
+        ] {
+            assert_eq!(Event::from(Packed::from(e)), e);
+        }
     }
 }

@@ -1,17 +1,14 @@
 //! Scenario-level tests of the simulator core: exact timings, conservation, determinism, and the
 //! relations between schemes that the study established.
 
+mod common;
+
+use common::{check_conservation, run, scenario};
 use lbsim::ids::HostId;
 use lbsim::net::LinkParams;
 use lbsim::net::Topology;
 use lbsim::time::{BitsPerSec, SimTime};
-use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
-
-fn scenario(sets: &[&str]) -> Scenario {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let file = ScenarioFile::builtin(&sets).expect("valid overrides");
-    Scenario::build(file, &Origin::builtin()).expect("valid scenario")
-}
+use lbsim::{Origin, Scenario, ScenarioFile};
 
 fn cm_scenario(cm: &str, sets: &[&str]) -> Scenario {
     let dir = std::env::temp_dir().join(format!("lbsim-test-{}", std::process::id()));
@@ -28,12 +25,6 @@ fn cm_scenario(cm: &str, sets: &[&str]) -> Scenario {
     all.extend(sets.iter().map(|s| s.to_string()));
     let file = ScenarioFile::builtin(&all).unwrap();
     Scenario::build(file, &Origin::builtin()).unwrap()
-}
-
-fn run(sc: Scenario) -> Simulation {
-    let mut sim = Simulation::new(sc);
-    sim.run();
-    sim
 }
 
 const K4_100G: &[&str] = &[
@@ -116,26 +107,6 @@ fn leaf_spine_single_flow_timing() {
     let ser = 334_240u64;
     let want = 2 * ser + 3 * ser + 4 * 500_000 + 3 * 100_000;
     assert_eq!(sim.flows()[0].finish, Some(SimTime(want)));
-}
-
-fn check_conservation(sim: &Simulation) {
-    let c = sim.counters();
-    let f = sim.in_flight();
-    assert_eq!(
-        c.data_sent,
-        c.data_delivered + c.data_dropped + f.data,
-        "data: {c:?} {f:?}"
-    );
-    assert_eq!(
-        c.acks_sent,
-        c.acks_delivered + c.acks_dropped + f.acks,
-        "acks: {c:?} {f:?}"
-    );
-    assert!(!sim.max_switch_queue().1, "a queue exceeded its buffer");
-    let sent: u64 = sim.flows().iter().map(|f| f.data_packets_sent).sum();
-    assert_eq!(sent, c.data_sent);
-    let dropped: u64 = sim.flows().iter().map(|f| f.packets_dropped).sum();
-    assert_eq!(dropped, c.data_dropped);
 }
 
 #[test]

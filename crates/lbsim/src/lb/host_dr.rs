@@ -149,6 +149,8 @@ mod tests {
                         .map(|_| Port::new(params().rate, SimTime::ZERO, link.to, 1, 1))
                         .collect();
                     let view = PacketView {
+                        weights: None,
+                        epoch: 0,
                         src: HostId(src),
                         dst: HostId(dst),
                         flow_key: 0,

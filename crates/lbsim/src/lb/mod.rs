@@ -29,6 +29,7 @@ use crate::net::{Port, Shape, Tier, Topology};
 use crate::rng::SimRng;
 use crate::scenario::LoadBalancingConfig;
 use crate::time::SimTime;
+use rand::Rng;
 use serde::Serialize;
 
 /// Who makes the per-packet path decision.
@@ -332,9 +333,14 @@ pub struct SwitchCtx {
     pub salt: u64,
 }
 
-/// What a switch knows about the packet it is forwarding.
+/// What a switch knows about the packet it is forwarding, and what routing told it.
 #[derive(Clone, Copy, Debug)]
-pub struct PacketView {
+pub struct PacketView<'a> {
+    /// Converged routing's weight of each group port toward this destination (0 = no path);
+    /// None = all equal.
+    pub weights: Option<&'a [u32]>,
+    /// Bumped every time routing converges: schedules built from older weights are stale.
+    pub epoch: u32,
     pub src: HostId,
     pub dst: HostId,
     /// Hash of the packet's 5-tuple (direction-aware).
@@ -391,8 +397,15 @@ impl SwitchLb {
         }
     }
 
+    /// Picks a port of `group`. With routing weights (after a failure converged), dead ports
+    /// are never picked and oblivious policies pick in proportion to the weights (W-ECMP);
+    /// queue-reading policies pick by queue among the live ports. The caller drops the packet
+    /// when every weight is zero.
     #[inline]
     pub fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
+        if let Some(w) = pkt.weights {
+            return self.choose_weighted(pkt, group, w, rng);
+        }
         match self {
             SwitchLb::Hash(p) => p.choose(pkt, group, rng),
             SwitchLb::RoundRobin(p) => p.choose(pkt, group, rng),
@@ -406,9 +419,100 @@ impl SwitchLb {
     }
 }
 
+impl SwitchLb {
+    fn choose_weighted(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        use jsq::argmin_random_ties;
+        let n = group.len();
+        let shortest_live = |rng: &mut SimRng| {
+            argmin_random_ties(
+                n,
+                |i| {
+                    if w[i] == 0 {
+                        u64::MAX
+                    } else {
+                        group[i].queued_bytes
+                    }
+                },
+                rng,
+            )
+        };
+        match self {
+            SwitchLb::Hash(p) => weighted_pick(p.hash(pkt.flow_key, pkt.entropy), w),
+            SwitchLb::Random(_) => weighted_pick(rng.gen(), w),
+            SwitchLb::Jsq(_) => shortest_live(rng),
+            SwitchLb::QuantizedAr(_) => argmin_random_ties(
+                n,
+                |i| {
+                    if w[i] == 0 {
+                        u8::MAX
+                    } else {
+                        switch_ar::bin(group[i].queued_bytes, group[i].buffer_bytes)
+                    }
+                },
+                rng,
+            ),
+            SwitchLb::FlowletAr(p) => {
+                let i = p.choose(pkt, group, rng);
+                if w[i] == 0 {
+                    shortest_live(rng)
+                } else {
+                    i
+                }
+            }
+            SwitchLb::RoundRobin(p) => {
+                // Walk the rotation, accepting a port with probability weight / max weight:
+                // dead ports are skipped, degraded ones visited proportionally less.
+                let max = w.iter().copied().max().unwrap_or(0).max(1);
+                for _ in 0..64 {
+                    let i = p.choose(pkt, group, rng);
+                    if w[i] == max || (w[i] > 0 && rng.gen_range(0..max) < w[i]) {
+                        return i;
+                    }
+                }
+                weighted_pick(rng.gen(), w)
+            }
+            SwitchLb::Ofan(p) => p.choose_weighted(pkt, group, w, rng),
+            // The host chose the path; routing weights do not apply.
+            SwitchLb::SourceRouted(p) => p.choose(pkt, group, rng),
+        }
+    }
+}
+
+/// Maps a uniform 64-bit value onto an index with probability proportional to `w`.
+#[inline]
+pub fn weighted_pick(x: u64, w: &[u32]) -> usize {
+    let total: u64 = w.iter().map(|&v| v as u64).sum();
+    debug_assert!(total > 0);
+    let mut r = ((x >> 32) * total) >> 32;
+    for (i, &v) in w.iter().enumerate() {
+        if r < v as u64 {
+            return i;
+        }
+        r -= v as u64;
+    }
+    w.len() - 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weighted_pick_follows_the_weights() {
+        let w = [2u32, 0, 1];
+        let mut counts = [0u32; 3];
+        for i in 0..30_000u64 {
+            counts[weighted_pick(crate::rng::mix64(i), &w)] += 1;
+        }
+        assert_eq!(counts[1], 0);
+        assert!((19_000..21_000).contains(&counts[0]), "{counts:?}");
+    }
 
     #[test]
     fn registry_names_are_unique_and_snake_case() {

@@ -9,9 +9,10 @@
 //! and downward hops have one choice and never get here.
 //!
 //! Weights are all 1 without failures (every uplink reaches every destination), so a schedule is
-//! a random order of the uplinks. With failures, weights would be 0 for a dead port, ToR uplinks
-//! weighted by the cores they reach that still reach the destination pod, and schedules rebuilt
-//! when routing converges; lbsim has no failure model yet. No options.
+//! a random order of the uplinks. After routing converges around a failure the weights are the
+//! converged path capacities (0 for a dead port; a ToR uplink in proportion to the cores it
+//! reaches that still reach the destination), and schedules and pointers are rebuilt. Before
+//! convergence the old schedule is kept, so packets keep going onto a dead port. No options.
 
 use super::{PacketView, SwitchCtx, SwitchPolicy};
 use crate::net::{Port, Shape, Tier};
@@ -58,6 +59,31 @@ struct Rotation {
     schedule: Vec<u32>,
     /// Next slot for data (0) and ACKs (1).
     ptr: [u32; 2],
+    /// The routing epoch the schedule was built in.
+    epoch: u32,
+}
+
+impl Rotation {
+    /// (Re)builds the schedule from `weights` and restarts both pointers at random.
+    fn build(&mut self, weights: &[u32], epoch: u32, rng: &mut SimRng) {
+        self.schedule = iwrr_schedule(weights, rng);
+        self.epoch = epoch;
+        let len = self.schedule.len() as u32;
+        let start = if len == 0 { 0 } else { rng.gen_range(0..len) };
+        // Half a schedule away, in plain modular arithmetic: right for any length.
+        self.ptr = [start, (start + len / 2) % len.max(1)];
+    }
+
+    fn next(&mut self, is_ack: bool) -> usize {
+        let c = is_ack as usize;
+        let slot = self.ptr[c] as usize;
+        self.ptr[c] = if slot + 1 == self.schedule.len() {
+            0
+        } else {
+            slot as u32 + 1
+        };
+        self.schedule[slot] as usize
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -93,21 +119,30 @@ impl SwitchPolicy for Ofan {
     #[inline]
     fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
         let r = &mut self.rotations[(pkt.dst.0 / self.key_div) as usize];
-        if r.schedule.is_empty() {
-            r.schedule = iwrr_schedule(&vec![1; group.len()], rng);
-            let len = r.schedule.len() as u32;
-            let start = rng.gen_range(0..len);
-            // Half a schedule away, in plain modular arithmetic: right for any length.
-            r.ptr = [start, (start + len / 2) % len];
+        if r.schedule.is_empty() || r.epoch != pkt.epoch {
+            r.build(&vec![1; group.len()], pkt.epoch, rng);
         }
-        let c = pkt.is_ack as usize;
-        let slot = r.ptr[c] as usize;
-        r.ptr[c] = if slot + 1 == r.schedule.len() {
-            0
-        } else {
-            slot as u32 + 1
-        };
-        r.schedule[slot] as usize
+        r.next(pkt.is_ack)
+    }
+}
+
+impl Ofan {
+    /// After routing converged around a failure: the schedule is the IWRR of the converged
+    /// weights, rebuilt (pointers re-randomized) whenever routing changes. At an aggregation
+    /// switch the pointer is per destination pod; the weights of the first destination seen in
+    /// that pod after the change are used.
+    pub fn choose_weighted(
+        &mut self,
+        pkt: &PacketView,
+        _group: &[Port],
+        weights: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        let r = &mut self.rotations[(pkt.dst.0 / self.key_div) as usize];
+        if r.schedule.is_empty() || r.epoch != pkt.epoch {
+            r.build(weights, pkt.epoch, rng);
+        }
+        r.next(pkt.is_ack)
     }
 }
 
@@ -132,8 +167,10 @@ mod tests {
             .collect()
     }
 
-    fn view(dst: u32, is_ack: bool) -> PacketView {
+    fn view(dst: u32, is_ack: bool) -> PacketView<'static> {
         PacketView {
+            weights: None,
+            epoch: 0,
             src: HostId(0),
             dst: HostId(dst),
             flow_key: 0,

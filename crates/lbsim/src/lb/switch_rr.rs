@@ -79,8 +79,10 @@ mod tests {
             .collect()
     }
 
-    fn view() -> PacketView {
+    fn view() -> PacketView<'static> {
         PacketView {
+            weights: None,
+            epoch: 0,
             src: HostId(0),
             dst: HostId(1),
             flow_key: 0,

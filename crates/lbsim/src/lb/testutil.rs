@@ -23,8 +23,10 @@ pub fn ports(buffer: u64, queued: &[u64]) -> Vec<Port> {
         .collect()
 }
 
-pub fn view(flow_key: u64, now: SimTime) -> PacketView {
+pub fn view(flow_key: u64, now: SimTime) -> PacketView<'static> {
     PacketView {
+        weights: None,
+        epoch: 0,
         src: HostId(0),
         dst: HostId(1),
         flow_key,

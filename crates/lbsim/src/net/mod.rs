@@ -4,6 +4,6 @@ pub mod packet;
 pub mod port;
 pub mod topology;
 
-pub use packet::{Packet, PacketKind, PacketSlab};
+pub use packet::{Packet, PacketKind};
 pub use port::Port;
 pub use topology::{LinkParams, PathProfile, Route, Shape, Tier, Topology};

@@ -45,6 +45,14 @@ pub struct Summary {
     /// When the run ended: the last completion, or the end_time cap.
     pub end_ps: u64,
     pub events: u64,
+    /// Packets (data and ACKs) put on a link, summed over all links.
+    pub packet_hops: u64,
+    /// Packets lost on failed links (included in packets_dropped).
+    pub link_losses: u64,
+    /// Links failed by `[[failures]]`, by name.
+    pub failed_links: Vec<String>,
+    /// No-ACK timeouts the hosts' policies heard.
+    pub timeouts: u64,
     pub wall_seconds: f64,
     pub events_per_second: f64,
     pub seed: u64,

@@ -28,6 +28,10 @@ pub struct Flow {
     /// Sender: an ACK confirmed completion, stop sending.
     pub sender_done: bool,
     pub packets_dropped: u64,
+    /// Sender: when the last ACK (or the start) was seen.
+    pub last_ack: SimTime,
+    /// Sender: how many no-ACK timeouts fired.
+    pub timeouts: u64,
 }
 
 impl Flow {
@@ -43,6 +47,8 @@ impl Flow {
             finish: None,
             sender_done: false,
             packets_dropped: 0,
+            last_ack: SimTime::ZERO,
+            timeouts: 0,
         }
     }
 

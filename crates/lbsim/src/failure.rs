@@ -1,0 +1,590 @@
+//! Link failures and routing convergence.
+//!
+//! A failure hits a cable (both directions of a link). `down` is a black hole: the port keeps
+//! serializing at line rate and the packet is lost on the wire, so the port's queue looks short
+//! and a queue-reading switch policy keeps choosing it (the study's failure mechanism).
+//! `degraded` keeps `rate_fraction` of the rate. `flaky` loses packets in bursts (a two-state
+//! Gilbert-Elliott chain stepped once per packet).
+//!
+//! Routing learns of a failure `failure.convergence_us` (the study's G) after it happens; until
+//! then switches forward as before. From then on every next-hop group toward a destination is
+//! weighted by the capacity of the whole path through each port (0 = dead: left out; a degraded
+//! link proportionally less: W-ECMP). Without `convergence_us` routing never converges. Hosts
+//! learn only from end-to-end signals (missing ACKs), never from routing.
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{NodeId, PortId, SwitchId};
+use crate::net::{Shape, Tier, Topology};
+use crate::rng::{rng_for, SimRng, Stream};
+use crate::scenario::{ConfigError, Origin};
+use crate::time::SimTime;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    Down,
+    Degraded,
+    Flaky,
+}
+
+/// One `[[failures]]` entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureSpec {
+    pub kind: FailureKind,
+    /// A link name as `lbsim topology --links` prints it, e.g. `tor:3-agg:1` (either direction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// Each ToR-aggregation and aggregation-core (leaf-spine) cable fails independently with this
+    /// probability, drawn from the scenario seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub random_fraction: Option<f64>,
+    /// When the failure starts.
+    #[serde(default)]
+    pub at_us: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recover_at_us: Option<f64>,
+    /// degraded: the fraction of the rate the link keeps (e.g. 0.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_fraction: Option<f64>,
+    /// flaky: loss probability per packet in the good state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_good: Option<f64>,
+    /// flaky: loss probability per packet in the bad state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_bad: Option<f64>,
+    /// flaky: per-packet probability of moving from good to bad.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_good_to_bad: Option<f64>,
+    /// flaky: per-packet probability of moving from bad to good.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_bad_to_good: Option<f64>,
+}
+
+/// `[failure]`: routing's reaction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailureConfig {
+    /// Time from a failure (or recovery) to converged routing (the study's G); absent = never.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub convergence_us: Option<f64>,
+}
+
+/// Gilbert-Elliott parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GilbertElliott {
+    pub loss_good: f64,
+    pub loss_bad: f64,
+    pub p_good_to_bad: f64,
+    pub p_bad_to_good: f64,
+}
+
+/// What a failed link does to traffic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Effect {
+    Down,
+    Degraded(f64),
+    Flaky(GilbertElliott),
+}
+
+/// A resolved failure of one cable.
+#[derive(Clone, Debug)]
+pub struct LinkFailure {
+    /// Both directions of the cable.
+    pub ports: [PortId; 2],
+    pub name: String,
+    pub effect: Effect,
+    pub at: SimTime,
+    pub recover: Option<SimTime>,
+}
+
+/// Per-port fault state, consulted when a packet reaches the end of the link.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    Healthy,
+    Down,
+    Flaky {
+        ge: GilbertElliott,
+        bad: bool,
+        rng: Box<SimRng>,
+    },
+}
+
+impl Fault {
+    /// Whether the next packet to cross is lost.
+    #[inline]
+    pub fn loses(&mut self) -> bool {
+        match self {
+            Fault::Healthy => false,
+            Fault::Down => true,
+            Fault::Flaky { ge, bad, rng } => {
+                let flip = if *bad {
+                    ge.p_bad_to_good
+                } else {
+                    ge.p_good_to_bad
+                };
+                if rng.gen_bool(flip) {
+                    *bad = !*bad;
+                }
+                let p = if *bad { ge.loss_bad } else { ge.loss_good };
+                rng.gen_bool(p)
+            }
+        }
+    }
+}
+
+fn invalid(origin: &Origin, key: String, msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        origin: origin.name.clone(),
+        key,
+        msg: msg.into(),
+    }
+}
+
+fn prob(v: Option<f64>, key: String, origin: &Origin, kind: &str) -> Result<f64, ConfigError> {
+    let v = v.ok_or_else(|| {
+        invalid(
+            origin,
+            key.clone(),
+            format!("required for kind = \"{kind}\""),
+        )
+    })?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(invalid(
+            origin,
+            key,
+            format!("must be a probability in [0, 1], got {v}"),
+        ));
+    }
+    Ok(v)
+}
+
+/// The cables a random failure may hit: ToR-aggregation and aggregation-core (leaf-spine), one
+/// port per cable (the upward direction), in port order.
+fn fabric_cables(topo: &Topology) -> Vec<PortId> {
+    topo.links
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| match (l.from, l.to) {
+            (NodeId::Switch(a), NodeId::Switch(b)) => tier_rank(topo, a) < tier_rank(topo, b),
+            _ => false,
+        })
+        .map(|(i, _)| PortId(i as u32))
+        .collect()
+}
+
+fn tier_rank(topo: &Topology, s: SwitchId) -> u8 {
+    match topo.switches[s.idx()].tier {
+        Tier::Tor => 0,
+        Tier::Agg => 1,
+        Tier::Core => 2,
+    }
+}
+
+/// The port driving the opposite direction of `port`'s cable.
+pub fn reverse(topo: &Topology, port: PortId) -> PortId {
+    let l = &topo.links[port.idx()];
+    let range = match l.to {
+        NodeId::Host(h) => h.idx()..h.idx() + 1,
+        NodeId::Switch(s) => {
+            let i = &topo.switches[s.idx()];
+            i.port_base as usize..(i.port_base + i.ports) as usize
+        }
+    };
+    let back = range
+        .into_iter()
+        .find(|&p| topo.links[p].to == l.from)
+        .expect("every link has a reverse");
+    PortId(back as u32)
+}
+
+/// Validates the `[[failures]]` entries and resolves them to cables.
+pub fn resolve(
+    specs: &[FailureSpec],
+    topo: &Topology,
+    seed: u64,
+    origin: &Origin,
+) -> Result<Vec<LinkFailure>, ConfigError> {
+    let mut names: BTreeMap<String, PortId> = BTreeMap::new();
+    if specs.iter().any(|s| s.link.is_some()) {
+        for i in 0..topo.links.len() {
+            names.insert(topo.link_name(PortId(i as u32)), PortId(i as u32));
+        }
+    }
+    let mut out = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let key = |k: &str| format!("failures[{i}].{k}");
+        if !(s.at_us.is_finite() && s.at_us >= 0.0) {
+            return Err(invalid(
+                origin,
+                key("at_us"),
+                "must be a non-negative time in microseconds",
+            ));
+        }
+        if let Some(r) = s.recover_at_us {
+            if !(r.is_finite() && r > s.at_us) {
+                return Err(invalid(
+                    origin,
+                    key("recover_at_us"),
+                    format!("must be after at_us ({}), got {r}", s.at_us),
+                ));
+            }
+        }
+        let kind = match s.kind {
+            FailureKind::Down => "down",
+            FailureKind::Degraded => "degraded",
+            FailureKind::Flaky => "flaky",
+        };
+        let flaky_keys = [
+            ("loss_good", s.loss_good),
+            ("loss_bad", s.loss_bad),
+            ("p_good_to_bad", s.p_good_to_bad),
+            ("p_bad_to_good", s.p_bad_to_good),
+        ];
+        if s.kind != FailureKind::Flaky {
+            if let Some((k, _)) = flaky_keys.iter().find(|(_, v)| v.is_some()) {
+                return Err(invalid(
+                    origin,
+                    key(k),
+                    format!("applies only to kind = \"flaky\", not \"{kind}\""),
+                ));
+            }
+        }
+        if s.kind != FailureKind::Degraded && s.rate_fraction.is_some() {
+            return Err(invalid(
+                origin,
+                key("rate_fraction"),
+                format!("applies only to kind = \"degraded\", not \"{kind}\""),
+            ));
+        }
+        let effect = match s.kind {
+            FailureKind::Down => Effect::Down,
+            FailureKind::Degraded => {
+                let f = s.rate_fraction.ok_or_else(|| {
+                    invalid(
+                        origin,
+                        key("rate_fraction"),
+                        "required for kind = \"degraded\"",
+                    )
+                })?;
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err(invalid(
+                        origin,
+                        key("rate_fraction"),
+                        format!("must be in (0, 1], got {f}"),
+                    ));
+                }
+                Effect::Degraded(f)
+            }
+            FailureKind::Flaky => Effect::Flaky(GilbertElliott {
+                loss_good: prob(s.loss_good, key("loss_good"), origin, kind)?,
+                loss_bad: prob(s.loss_bad, key("loss_bad"), origin, kind)?,
+                p_good_to_bad: prob(s.p_good_to_bad, key("p_good_to_bad"), origin, kind)?,
+                p_bad_to_good: prob(s.p_bad_to_good, key("p_bad_to_good"), origin, kind)?,
+            }),
+        };
+        let at = SimTime::from_us_f64(s.at_us);
+        let recover = s.recover_at_us.map(SimTime::from_us_f64);
+        let cables: Vec<PortId> = match (&s.link, s.random_fraction) {
+            (Some(name), None) => {
+                let p = *names.get(name.trim()).ok_or_else(|| {
+                    invalid(
+                        origin,
+                        key("link"),
+                        format!("no link named `{name}`; `lbsim topology --links` lists the valid names for this topology"),
+                    )
+                })?;
+                vec![p]
+            }
+            (None, Some(f)) => {
+                let f = prob(Some(f), key("random_fraction"), origin, kind)?;
+                let mut rng = rng_for(seed, Stream::Failure, i as u64);
+                fabric_cables(topo)
+                    .into_iter()
+                    .filter(|_| rng.gen_bool(f))
+                    .collect()
+            }
+            _ => {
+                return Err(invalid(
+                    origin,
+                    format!("failures[{i}]"),
+                    "give exactly one of `link` or `random_fraction`",
+                ))
+            }
+        };
+        for p in cables {
+            out.push(LinkFailure {
+                ports: [p, reverse(topo, p)],
+                name: topo.link_name(p),
+                effect,
+                at,
+                recover,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Routing's view of every port's usable capacity, in hundredths (100 = full, 0 = dead).
+pub fn capacity_units(effect: Option<Effect>) -> u32 {
+    match effect {
+        None | Some(Effect::Flaky(_)) => 100,
+        Some(Effect::Down) => 0,
+        Some(Effect::Degraded(f)) => ((f * 100.0).round() as u32).max(1),
+    }
+}
+
+/// Converged next-hop weights: for each (switch, destination ToR) whose group is not uniform, the
+/// weight of each port of the group (the capacity of the paths through it). Absent = uniform.
+#[derive(Clone, Debug, Default)]
+pub struct Weights {
+    /// Indexed by switch; inner map keyed by destination ToR (leaf).
+    pub by_switch: Vec<BTreeMap<u32, Box<[u32]>>>,
+    pub any: bool,
+}
+
+impl Weights {
+    #[inline]
+    pub fn get(&self, s: SwitchId, dst_tor: u32) -> Option<&[u32]> {
+        if !self.any {
+            return None;
+        }
+        self.by_switch[s.idx()].get(&dst_tor).map(|b| &**b)
+    }
+
+    /// Recomputes every group's weights from per-port capacities `cap` (hundredths).
+    pub fn compute(topo: &Topology, cap: &[u32]) -> Weights {
+        let mut by_switch = vec![BTreeMap::new(); topo.switches.len()];
+        let mut any = false;
+        match topo.shape {
+            Shape::FatTree { k } => {
+                let h = k / 2;
+                let tors = k * h;
+                let port =
+                    |s: u32, local: u32| (topo.switches[s as usize].port_base + local) as usize;
+                let agg = |pod: u32, j: u32| tors + pod * h + j;
+                let core = |j: u32, m: u32| 2 * tors + j * h + m;
+                // Capacity from agg (pod, j) down to ToR t (same pod).
+                let agg_down = |pod: u32, j: u32, t: u32| cap[port(agg(pod, j), t % h)];
+                // Capacity from agg (spod, j) via core m to ToR t in another pod.
+                let via_core = |spod: u32, j: u32, m: u32, t: u32| {
+                    let dpod = t / h;
+                    let up = cap[port(agg(spod, j), h + m)];
+                    let down = cap[port(core(j, m), dpod)];
+                    up.min(down).min(agg_down(dpod, j, t))
+                };
+                for t in 0..tors {
+                    let dpod = t / h;
+                    for s in 0..tors {
+                        if s == t {
+                            continue;
+                        }
+                        let spod = s / h;
+                        let w: Vec<u32> = (0..h)
+                            .map(|j| {
+                                let first = cap[port(s, h + j)];
+                                let rest = if spod == dpod {
+                                    agg_down(spod, j, t)
+                                } else {
+                                    (0..h).map(|m| via_core(spod, j, m, t)).sum::<u32>() / h
+                                };
+                                first.min(rest)
+                            })
+                            .collect();
+                        if w.iter().any(|&x| x != w[0]) || w[0] == 0 {
+                            by_switch[s as usize].insert(t, w.into_boxed_slice());
+                            any = true;
+                        }
+                    }
+                    for spod in 0..k {
+                        if spod == dpod {
+                            continue;
+                        }
+                        for j in 0..h {
+                            let w: Vec<u32> = (0..h).map(|m| via_core(spod, j, m, t)).collect();
+                            if w.iter().any(|&x| x != w[0]) || w[0] == 0 {
+                                by_switch[agg(spod, j) as usize].insert(t, w.into_boxed_slice());
+                                any = true;
+                            }
+                        }
+                    }
+                }
+            }
+            Shape::LeafSpine {
+                hosts_per_leaf,
+                leaves,
+                spines,
+            } => {
+                for t in 0..leaves {
+                    for s in 0..leaves {
+                        if s == t {
+                            continue;
+                        }
+                        let base = topo.switches[s as usize].port_base + hosts_per_leaf;
+                        let w: Vec<u32> = (0..spines)
+                            .map(|sp| {
+                                let up = cap[(base + sp) as usize];
+                                let down = cap[(topo.switches[(leaves + sp) as usize].port_base + t)
+                                    as usize];
+                                up.min(down)
+                            })
+                            .collect();
+                        if w.iter().any(|&x| x != w[0]) || w[0] == 0 {
+                            by_switch[s as usize].insert(t, w.into_boxed_slice());
+                            any = true;
+                        }
+                    }
+                }
+            }
+        }
+        Weights { by_switch, any }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::LinkParams;
+    use crate::time::BitsPerSec;
+
+    fn topo() -> Topology {
+        Topology::fat_tree(
+            4,
+            LinkParams {
+                rate: BitsPerSec::from_gbps(100.0),
+                latency: SimTime::from_ns(1000),
+                switch_latency: SimTime::ZERO,
+            },
+        )
+    }
+
+    fn spec(kind: FailureKind) -> FailureSpec {
+        FailureSpec {
+            kind,
+            link: Some("tor:0-agg:1".into()),
+            random_fraction: None,
+            at_us: 0.0,
+            recover_at_us: None,
+            rate_fraction: None,
+            loss_good: None,
+            loss_bad: None,
+            p_good_to_bad: None,
+            p_bad_to_good: None,
+        }
+    }
+
+    #[test]
+    fn named_link_resolves_to_both_directions() {
+        let t = topo();
+        let f = resolve(&[spec(FailureKind::Down)], &t, 1, &Origin::builtin()).unwrap();
+        assert_eq!(f.len(), 1);
+        assert_eq!(t.link_name(f[0].ports[0]), "tor:0-agg:1");
+        assert_eq!(t.link_name(f[0].ports[1]), "agg:1-tor:0");
+    }
+
+    #[test]
+    fn bad_specs_are_rejected_with_the_key() {
+        let t = topo();
+        let o = Origin::builtin();
+        let mut s = spec(FailureKind::Down);
+        s.link = Some("tor:0-agg:9".into());
+        let e = resolve(&[s], &t, 1, &o).unwrap_err().to_string();
+        assert!(
+            e.contains("failures[0].link") && e.contains("lbsim topology --links"),
+            "{e}"
+        );
+        let mut s = spec(FailureKind::Down);
+        s.recover_at_us = Some(0.0);
+        assert!(resolve(&[s], &t, 1, &o)
+            .unwrap_err()
+            .to_string()
+            .contains("recover_at_us"));
+        let mut s = spec(FailureKind::Down);
+        s.at_us = -1.0;
+        assert!(resolve(&[s], &t, 1, &o)
+            .unwrap_err()
+            .to_string()
+            .contains("at_us"));
+        let mut s = spec(FailureKind::Flaky);
+        s.loss_good = Some(0.0);
+        s.loss_bad = Some(1.5);
+        s.p_good_to_bad = Some(0.1);
+        s.p_bad_to_good = Some(0.1);
+        let e = resolve(&[s], &t, 1, &o).unwrap_err().to_string();
+        assert!(e.contains("loss_bad") && e.contains("[0, 1]"), "{e}");
+        let s = spec(FailureKind::Degraded);
+        assert!(resolve(&[s], &t, 1, &o)
+            .unwrap_err()
+            .to_string()
+            .contains("rate_fraction"));
+        let mut s = spec(FailureKind::Down);
+        s.random_fraction = Some(0.5);
+        assert!(resolve(&[s], &t, 1, &o)
+            .unwrap_err()
+            .to_string()
+            .contains("exactly one"));
+    }
+
+    #[test]
+    fn random_fraction_draws_fabric_cables_from_the_seed() {
+        let t = topo();
+        let mut s = spec(FailureKind::Down);
+        s.link = None;
+        s.random_fraction = Some(0.25);
+        let a = resolve(&[s.clone()], &t, 1, &Origin::builtin()).unwrap();
+        let b = resolve(&[s.clone()], &t, 1, &Origin::builtin()).unwrap();
+        let names = |v: &[LinkFailure]| v.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&a), names(&b));
+        // 32 fabric cables in a k=4 fat-tree (16 ToR-agg, 16 agg-core).
+        assert_eq!(fabric_cables(&t).len(), 32);
+        s.random_fraction = Some(1.0);
+        assert_eq!(resolve(&[s], &t, 1, &Origin::builtin()).unwrap().len(), 32);
+    }
+
+    #[test]
+    fn weights_avoid_a_dead_core_link_and_scale_a_degraded_one() {
+        let t = topo();
+        let mut cap = vec![100u32; t.links.len()];
+        // agg:0 (pod 0, position 0) loses its link to core:1: toward other pods, agg:0 must
+        // avoid that core, and ToRs of pod 0 weight agg:0 at half (one of its two cores left).
+        let agg0 = 8; // switches: 8 ToRs, then aggs
+        let p = (t.switches[agg0].port_base + 2 + 1) as usize;
+        assert_eq!(t.link_name(PortId(p as u32)), "agg:0-core:1");
+        cap[p] = 0;
+        let w = Weights::compute(&t, &cap);
+        assert_eq!(w.get(SwitchId(agg0 as u32), 7), Some(&[100, 0][..]));
+        assert_eq!(w.get(SwitchId(0), 7), Some(&[50, 100][..]));
+        // Within pod 0 nothing changes.
+        assert_eq!(w.get(SwitchId(0), 1), None);
+        cap[p] = 10;
+        let w = Weights::compute(&t, &cap);
+        assert_eq!(w.get(SwitchId(agg0 as u32), 7), Some(&[100, 10][..]));
+    }
+
+    #[test]
+    fn flaky_losses_come_in_bursts() {
+        let ge = GilbertElliott {
+            loss_good: 0.0,
+            loss_bad: 1.0,
+            p_good_to_bad: 0.01,
+            p_bad_to_good: 0.1,
+        };
+        let mut f = Fault::Flaky {
+            ge,
+            bad: false,
+            rng: Box::new(rng_for(1, Stream::Failure, 99)),
+        };
+        let losses: Vec<bool> = (0..100_000).map(|_| f.loses()).collect();
+        let rate = losses.iter().filter(|&&l| l).count() as f64 / 1e5;
+        // Stationary bad share = 0.01 / (0.01 + 0.1) = 0.0909.
+        assert!((rate - 0.0909).abs() < 0.01, "{rate}");
+        // Mean burst length is 1 / p_bad_to_good = 10 packets.
+        let bursts = losses.windows(2).filter(|w| !w[0] && w[1]).count() as f64;
+        let mean = (rate * 1e5) / bursts;
+        assert!((mean - 10.0).abs() < 1.5, "{mean}");
+    }
+}

@@ -1,0 +1,46 @@
+//! Helpers shared by the scenario tests.
+#![allow(dead_code)]
+
+use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
+
+/// The built-in default with `sets` applied.
+pub fn scenario(sets: &[&str]) -> Scenario {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let file = ScenarioFile::builtin(&sets).expect("valid overrides");
+    Scenario::build(file, &Origin::builtin()).expect("valid scenario")
+}
+
+/// A scenario from TOML text plus overrides.
+pub fn scenario_toml(text: &str, sets: &[&str]) -> Scenario {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let file = ScenarioFile::from_toml(text, &sets, &Origin::builtin()).expect("valid scenario");
+    Scenario::build(file, &Origin::builtin()).expect("valid scenario")
+}
+
+pub fn run(sc: Scenario) -> Simulation {
+    let mut sim = Simulation::new(sc);
+    sim.run();
+    sim
+}
+
+/// Packets sent = delivered + dropped + still in the fabric, for data and ACKs; no queue ever
+/// held more than its buffer; per-flow counters add up to the totals.
+pub fn check_conservation(sim: &Simulation) {
+    let c = sim.counters();
+    let f = sim.in_flight();
+    assert_eq!(
+        c.data_sent,
+        c.data_delivered + c.data_dropped + f.data,
+        "data: {c:?} {f:?}"
+    );
+    assert_eq!(
+        c.acks_sent,
+        c.acks_delivered + c.acks_dropped + f.acks,
+        "acks: {c:?} {f:?}"
+    );
+    assert!(!sim.max_switch_queue().1, "a queue exceeded its buffer");
+    let sent: u64 = sim.flows().iter().map(|f| f.data_packets_sent).sum();
+    assert_eq!(sent, c.data_sent);
+    let dropped: u64 = sim.flows().iter().map(|f| f.packets_dropped).sum();
+    assert_eq!(dropped, c.data_dropped);
+}

@@ -1,0 +1,132 @@
+//! Link failures and routing convergence: conservation, recovery, and the study's orderings
+//! (host adaptive spraying beats switch adaptive routing when routing converges slowly).
+
+mod common;
+
+use common::{check_conservation, run, scenario_toml};
+
+const RANDOM_5PCT: &str =
+    "[topology]\nk = 8\n[[failures]]\nkind = \"down\"\nrandom_fraction = 0.05\n";
+
+#[test]
+fn packets_are_conserved_under_every_kind_of_failure() {
+    let kinds = [
+        "kind = \"down\"",
+        "kind = \"degraded\"\nrate_fraction = 0.1",
+        "kind = \"flaky\"\nloss_good = 0.0\nloss_bad = 0.5\np_good_to_bad = 0.05\np_bad_to_good = 0.2",
+    ];
+    for kind in kinds {
+        for scheme in lbsim::lb::scheme_names() {
+            let text = format!(
+                "[topology]\nk = 4\n[workload]\nmessage_bytes = 200000\n[[failures]]\n{kind}\nlink = \"agg:0-core:1\"\n[[failures]]\n{kind}\nlink = \"tor:1-agg:1\"\nat_us = 5\n"
+            );
+            let sim = run(scenario_toml(
+                &text,
+                &[
+                    &format!("load_balancing.scheme={scheme}"),
+                    "end_time_us=3000",
+                ],
+            ));
+            check_conservation(&sim);
+        }
+    }
+}
+
+#[test]
+fn a_down_link_loses_what_is_sent_onto_it() {
+    let text = "[topology]\nk = 4\n[workload]\nkind = \"all_to_all\"\nmessage_bytes = 100000\n[[failures]]\nkind = \"down\"\nlink = \"agg:0-core:0\"\n";
+    let sim = run(scenario_toml(text, &["load_balancing.scheme=host_spray"]));
+    let s = sim.summary();
+    assert!(s.link_losses > 0);
+    assert_eq!(s.failed_links, vec!["agg:0-core:0".to_string()]);
+    // The erasure transport replaces lost packets: every message still completes.
+    assert_eq!(s.flows_completed, s.flows);
+}
+
+/// Host 0 to every other host under ECMP with one of host 0's ToR uplinks dead: flows hashed
+/// onto it are stuck until routing converges or the link recovers.
+fn pinned(extra: &str, sets: &[&str]) -> lbsim::Summary {
+    let text = format!(
+        "[topology]\nk = 4\n[workload]\nkind = \"all_to_all\"\nmessage_bytes = 65536\n[[failures]]\nkind = \"down\"\nlink = \"tor:0-agg:0\"\n{extra}"
+    );
+    let mut all = vec!["load_balancing.scheme=ecmp"];
+    all.extend_from_slice(sets);
+    run(scenario_toml(&text, &all)).summary()
+}
+
+#[test]
+fn ecmp_on_a_dead_path_never_finishes_without_convergence_and_the_run_still_ends() {
+    let s = pinned("", &[]);
+    assert!(
+        s.flows_completed < s.flows,
+        "some flow should hash onto the dead uplink"
+    );
+    assert_eq!(s.cct_ps, None);
+    // The automatic cap: 20 x the lower bound.
+    assert_eq!(s.end_ps, 20 * s.lower_bound_ps);
+    assert!(s.timeouts > 0, "stuck flows hear no ACKs");
+    // With routing converged at once, W-ECMP moves them off the dead port.
+    let s = pinned("[failure]\nconvergence_us = 0\n", &[]);
+    assert_eq!(s.flows_completed, s.flows);
+    assert_eq!(s.link_losses, 0);
+}
+
+#[test]
+fn a_recovered_link_carries_traffic_again() {
+    let s = pinned("recover_at_us = 300\n", &["end_time_us=5000"]);
+    assert_eq!(s.flows_completed, s.flows);
+    // The stuck flows could only finish over the recovered link.
+    assert!(s.cct_ps.unwrap() > 300_000_000, "{:?}", s.cct_ps);
+    assert!(s.link_losses > 0);
+}
+
+fn cct(text: &str, scheme: &str, seed: u64, g: Option<u32>) -> f64 {
+    let mut sets = vec![
+        format!("load_balancing.scheme={scheme}"),
+        format!("seed={seed}"),
+    ];
+    if let Some(g) = g {
+        sets.push(format!("failure.convergence_us={g}"));
+    }
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let s = run(scenario_toml(text, &sets)).summary();
+    s.cct_over_bound.unwrap_or(f64::INFINITY)
+}
+
+#[test]
+fn host_adaptive_spraying_wins_when_routing_never_converges() {
+    let (mut reps, mut ar, mut spray) = (0.0, 0.0, 0.0);
+    for seed in 1..=3 {
+        reps += cct(RANDOM_5PCT, "reps", seed, None);
+        ar += cct(RANDOM_5PCT, "switch_ar", seed, None);
+        spray += cct(RANDOM_5PCT, "host_spray", seed, None);
+    }
+    assert!(reps < ar, "reps {reps} switch_ar {ar}");
+    assert!(reps < spray, "reps {reps} host_spray {spray}");
+}
+
+#[test]
+fn the_host_switch_gap_grows_with_convergence_time() {
+    let gap = |g: Option<u32>| -> f64 {
+        (1..=3)
+            .map(|seed| cct(RANDOM_5PCT, "switch_ar", seed, g) - cct(RANDOM_5PCT, "reps", seed, g))
+            .sum::<f64>()
+            / 3.0
+    };
+    let (fast, never) = (gap(Some(0)), gap(None));
+    assert!(never > 2.0 * fast, "gap at G=0 {fast}, at G=inf {never}");
+}
+
+#[test]
+fn degraded_links_slow_the_collective_down() {
+    let base = "[topology]\nk = 4\n[load_balancing]\nscheme = \"host_spray\"\n";
+    let healthy = cct(base, "host_spray", 1, None);
+    let degraded = format!(
+        "{base}[[failures]]\nkind = \"degraded\"\nrate_fraction = 0.1\nlink = \"agg:0-core:0\"\n[[failures]]\nkind = \"degraded\"\nrate_fraction = 0.1\nlink = \"agg:2-core:1\"\n"
+    );
+    let slow = cct(&degraded, "host_spray", 1, None);
+    assert!(slow > healthy * 1.05, "healthy {healthy} degraded {slow}");
+    // W-ECMP after convergence steers most traffic away from the slow links.
+    let converged = cct(&degraded, "host_spray", 1, Some(0));
+    assert!(converged < slow, "converged {converged} unconverged {slow}");
+}
