@@ -1,5 +1,6 @@
 //! The `lbsim` command line: runs scenarios, compares schemes, and writes results.
 
+mod bench;
 mod output;
 mod queue_scaling;
 
@@ -94,6 +95,18 @@ enum Cmd {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// Run the fixed benchmark suite (each case in its own process) and report speed and memory.
+    Bench {
+        /// `quick` (perm-128, a2a-128, a2a-1024, perm-8192) or `full` (adds perm-65536).
+        #[arg(long, default_value = "quick")]
+        suite: String,
+        /// Write DIR/bench.csv and DIR/bench.json.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Run one case in this process and print its row as JSON (used by the suite).
+        #[arg(long, hide = true)]
+        case: Option<String>,
+    },
 }
 
 fn load_file(args: &ScenarioArgs) -> Result<(ScenarioFile, Origin)> {
@@ -176,6 +189,10 @@ fn real_main(cli: Cli) -> Result<()> {
                 jobs,
             },
         ),
+        Cmd::Bench { suite, out, case } => match case {
+            Some(c) => bench::run_child(&c),
+            None => bench::run_suite(&suite, out.as_deref()),
+        },
     }
 }
 
