@@ -11,7 +11,7 @@ use crate::lb;
 use crate::net::{LinkParams, Topology};
 use crate::stats::bound;
 use crate::time::{BitsPerSec, SimTime};
-use crate::workload::{self, FlowSpec};
+use crate::workload::{self, Dependencies, FlowSpec};
 
 /// An error in user input: a scenario, an override, or a trace file.
 #[derive(Debug, thiserror::Error)]
@@ -558,6 +558,8 @@ pub struct Scenario {
     pub scheme: &'static lb::SchemeInfo,
     pub topology: Topology,
     pub flows: Vec<FlowSpec>,
+    /// How flows wait on each other (empty for single-shot workloads).
+    pub deps: Dependencies,
     pub ecn_threshold_bytes: u64,
     /// The run stops here (`end_time_us`; with failures and no cap, 20 x the lower bound, so
     /// a flow pinned to a dead path cannot run forever).
@@ -714,7 +716,7 @@ impl Scenario {
             "needs at least two hosts",
         )?;
         let ecn = t.ecn_threshold_bytes.unwrap_or(t.buffer_bytes / 5);
-        let flows = workload::generate(&file, &topology, origin)?;
+        let workload::Workload { flows, deps } = workload::generate(&file, &topology, origin)?;
         let failures = failure::resolve(&file.failures, &topology, file.seed, origin)?;
         let convergence = match file.failure.convergence_us {
             None => None,
@@ -756,6 +758,7 @@ impl Scenario {
             scheme,
             topology,
             flows,
+            deps,
             ecn_threshold_bytes: ecn,
             end_time,
             failures,

@@ -146,6 +146,8 @@ pub struct Simulation {
     hosts_per_tor: u32,
     /// No-ACK time after which a host policy hears `on_timeout`.
     rto: SimTime,
+    /// Activations received by each trigger.
+    trigger_counts: Vec<u32>,
 }
 
 impl Simulation {
@@ -210,7 +212,9 @@ impl Simulation {
             BitsPerSec(((topo.host_rate.0 as f64) * sc.file.transport.rate_coef).round() as u64);
         let mut events = EventQueue::new();
         for (i, f) in sc.flows.iter().enumerate() {
-            events.push(f.start, Event::FlowStart(FlowId(i as u32)).into());
+            if !sc.deps.gated(i) {
+                events.push(f.start, Event::FlowStart(FlowId(i as u32)).into());
+            }
         }
         let mut controls = Vec::new();
         for (i, f) in sc.failures.iter().enumerate() {
@@ -264,6 +268,7 @@ impl Simulation {
             routing_epoch: 0,
             hosts_per_tor,
             rto: sc.rto,
+            trigger_counts: vec![0; sc.deps.triggers.len()],
             sc,
         }
     }
@@ -298,8 +303,13 @@ impl Simulation {
     }
 
     fn on_flow_start(&mut self, f: FlowId) {
-        let src = self.flows[f.idx()].spec.src;
-        self.flows[f.idx()].last_ack = self.now;
+        let flow = &mut self.flows[f.idx()];
+        if flow.started.is_some() {
+            return;
+        }
+        flow.started = Some(self.now);
+        let src = flow.spec.src;
+        flow.last_ack = self.now;
         self.hosts[src.idx()].active.push_back(f);
         self.try_send(src);
         if !self.sc.failures.is_empty() {
@@ -531,7 +541,8 @@ impl Simulation {
                 self.counters.data_delivered += 1;
                 flow.recv_bytes += packet.payload as u64;
                 flow.data_packets_received += 1;
-                if flow.finish.is_none() && flow.recv_bytes >= flow.spec.size_bytes {
+                let just_done = flow.finish.is_none() && flow.recv_bytes >= flow.spec.size_bytes;
+                if just_done {
                     flow.finish = Some(self.now);
                     self.completed += 1;
                 }
@@ -545,6 +556,9 @@ impl Simulation {
                 ack.done = flow.finish.is_some();
                 self.counters.acks_sent += 1;
                 self.enqueue(PortId(h.0), ack);
+                if just_done {
+                    self.activate_all(packet.flow, true);
+                }
             }
             PacketKind::Ack => {
                 self.counters.acks_delivered += 1;
@@ -555,8 +569,34 @@ impl Simulation {
                     now: self.now,
                 });
                 flow.last_ack = self.now;
-                if packet.done {
+                if packet.done && !flow.sender_done {
                     flow.sender_done = true;
+                    self.activate_all(packet.flow, false);
+                }
+            }
+        }
+    }
+
+    /// Activates the triggers that flow `f`'s receive (or send) completion feeds.
+    fn activate_all(&mut self, f: FlowId, recv: bool) {
+        let deps = &self.sc.deps;
+        let list = if recv {
+            &deps.on_recv_done
+        } else {
+            &deps.on_send_done
+        };
+        let Some(ts) = list.get(f.idx()) else {
+            return;
+        };
+        for &t in ts {
+            let tr = &deps.triggers[t as usize];
+            let count = &mut self.trigger_counts[t as usize];
+            *count += 1;
+            let fire = *count == tr.needed || (tr.multishot && *count > tr.needed);
+            if fire {
+                for &target in &tr.targets {
+                    self.events
+                        .push(self.now + tr.delay, Event::FlowStart(FlowId(target)).into());
                 }
             }
         }
@@ -618,9 +658,11 @@ impl Simulation {
                 src: f.spec.src.0,
                 dst: f.spec.dst.0,
                 size_bytes: f.spec.size_bytes,
-                start_ps: f.spec.start.ps(),
+                start_ps: f.started.unwrap_or(f.spec.start).ps(),
                 finish_ps: f.finish.map(|t| t.ps()),
-                fct_ps: f.finish.map(|t| (t - f.spec.start).ps()),
+                fct_ps: f
+                    .finish
+                    .map(|t| (t - f.started.unwrap_or(f.spec.start)).ps()),
                 data_packets_sent: f.data_packets_sent,
                 packets_dropped: f.packets_dropped,
             })
@@ -633,7 +675,7 @@ impl Simulation {
         let first_start = self
             .flows
             .iter()
-            .map(|f| f.spec.start)
+            .filter_map(|f| f.started)
             .min()
             .unwrap_or(SimTime::ZERO);
         let all_done = self.completed == self.flows.len() as u64;
@@ -648,11 +690,18 @@ impl Simulation {
             header: self.header,
             ack: self.ack_bytes,
         };
-        let lb = bound::lower_bound(&sc.topology, &sc.flows, sizes) - first_start;
+        let lb = SimTime(
+            bound::lower_bound(&sc.topology, &sc.flows, sizes)
+                .ps()
+                .saturating_sub(first_start.ps()),
+        );
         let mut fcts: Vec<u64> = self
             .flows
             .iter()
-            .filter_map(|f| f.finish.map(|t| (t - f.spec.start).ps()))
+            .filter_map(|f| {
+                f.finish
+                    .map(|t| (t - f.started.unwrap_or(f.spec.start)).ps())
+            })
             .collect();
         fcts.sort_unstable();
         let mean_fct = if fcts.is_empty() {

@@ -234,3 +234,67 @@ fn lower_bound_of_a_permutation_by_hand() {
     let want = 512 * (4178 + 64) * 80 + 334_240 + 2_000_000;
     assert_eq!(b, SimTime(want));
 }
+
+#[test]
+fn triggers_chain_flows_barrier_and_delay() {
+    // A: 0->1 and B: 2->3 start at 0; C: 1->2 waits for both receivers (a barrier of 2) plus
+    // 1 us of compute; D: 3->0 waits for A's sender to learn it is done (oneshot).
+    let mut sc = cm_scenario(
+        "0->1 id 1 start 0 size 65536\n2->3 id 2 start 0 size 131072\n1->2 id 3 start 0 size 4096\n3->0 id 4 start 0 size 4096\n",
+        K4_100G,
+    );
+    sc.deps = lbsim::workload::Dependencies {
+        triggers: vec![
+            lbsim::workload::Trigger {
+                needed: 2,
+                multishot: false,
+                delay: SimTime::from_us(1),
+                targets: vec![2],
+            },
+            lbsim::workload::Trigger {
+                needed: 1,
+                multishot: false,
+                delay: SimTime::ZERO,
+                targets: vec![3],
+            },
+        ],
+        on_recv_done: vec![vec![0], vec![0], vec![], vec![]],
+        on_send_done: vec![vec![1], vec![], vec![], vec![]],
+        gated: vec![false, false, true, true],
+    };
+    let sim = run(sc);
+    let f = sim.flows();
+    let (a, b) = (f[0].finish.unwrap(), f[1].finish.unwrap());
+    assert_eq!(f[2].started, Some(a.max(b) + SimTime::from_us(1)));
+    // A's ACK confirming completion crosses 2 hops back (64-byte ACK at 100 Gb/s: 5.12 ns each).
+    let ack_back = SimTime(2 * 1_000_000 + 2 * 64 * 80);
+    assert_eq!(f[3].started, Some(a + ack_back));
+    assert!(f.iter().all(|x| x.finish.is_some()));
+    let s = sim.summary();
+    assert_eq!(
+        s.cct_ps,
+        Some(f.iter().map(|x| x.finish.unwrap()).max().unwrap().ps())
+    );
+}
+
+#[test]
+fn a_gated_flow_whose_trigger_never_fires_is_reported_unfinished() {
+    let mut sc = cm_scenario(
+        "0->1 id 1 start 0 size 4096\n1->2 id 2 start 0 size 4096\n",
+        K4_100G,
+    );
+    sc.deps = lbsim::workload::Dependencies {
+        triggers: vec![lbsim::workload::Trigger {
+            needed: 2,
+            multishot: false,
+            delay: SimTime::ZERO,
+            targets: vec![1],
+        }],
+        on_recv_done: vec![vec![0], vec![]],
+        on_send_done: vec![],
+        gated: vec![false, true],
+    };
+    let s = run(sc).summary();
+    assert_eq!((s.flows, s.flows_completed), (2, 1));
+    assert_eq!(s.cct_ps, None);
+}

@@ -28,6 +28,8 @@ pub struct Flow {
     /// Sender: an ACK confirmed completion, stop sending.
     pub sender_done: bool,
     pub packets_dropped: u64,
+    /// When the flow actually started (a gated flow starts when its trigger fires).
+    pub started: Option<SimTime>,
     /// Sender: when the last ACK (or the start) was seen.
     pub last_ack: SimTime,
     /// Sender: how many no-ACK timeouts fired.
@@ -47,6 +49,7 @@ impl Flow {
             finish: None,
             sender_done: false,
             packets_dropped: 0,
+            started: None,
             last_ack: SimTime::ZERO,
             timeouts: 0,
         }

@@ -21,7 +21,61 @@ pub struct FlowSpec {
     pub start: SimTime,
 }
 
+/// A trigger: after `needed` activations it starts its target flows `delay` later. An activation
+/// comes from a flow whose receiver completes (`on_recv_done`) or whose sender learns it is done
+/// (`on_send_done`). A multishot trigger fires again on every later activation (targets already
+/// started are left alone); a oneshot or barrier trigger fires once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trigger {
+    pub needed: u32,
+    pub multishot: bool,
+    pub delay: SimTime,
+    /// Flow indices started when the trigger fires.
+    pub targets: Vec<u32>,
+}
+
+/// Dependencies between flows (collective steps, traces with triggers). Vectors indexed by flow
+/// are either empty (no flow has the property) or one entry per flow.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dependencies {
+    pub triggers: Vec<Trigger>,
+    /// Per flow: triggers activated when its receiver holds the whole message.
+    pub on_recv_done: Vec<Vec<u32>>,
+    /// Per flow: triggers activated when its sender learns the message is complete.
+    pub on_send_done: Vec<Vec<u32>>,
+    /// Per flow: it starts only when a trigger targets it (its `start` is then ignored).
+    pub gated: Vec<bool>,
+}
+
+impl Dependencies {
+    pub fn is_empty(&self) -> bool {
+        self.triggers.is_empty()
+    }
+
+    pub fn gated(&self, flow: usize) -> bool {
+        self.gated.get(flow).copied().unwrap_or(false)
+    }
+}
+
+/// What a workload generates: flows, and how they wait on each other.
+#[derive(Clone, Debug, Default)]
+pub struct Workload {
+    pub flows: Vec<FlowSpec>,
+    pub deps: Dependencies,
+}
+
 pub fn generate(
+    file: &ScenarioFile,
+    topo: &Topology,
+    origin: &Origin,
+) -> Result<Workload, ConfigError> {
+    Ok(Workload {
+        flows: generate_flows(file, topo, origin)?,
+        deps: Dependencies::default(),
+    })
+}
+
+fn generate_flows(
     file: &ScenarioFile,
     topo: &Topology,
     origin: &Origin,
