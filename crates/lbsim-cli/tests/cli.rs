@@ -222,6 +222,21 @@ fn bad_input_gives_clear_errors() {
         lbsim(&["run", "--set", "workload.kind=connection_matrix"]),
         &["workload.path"],
     );
+
+    let f = d.join("fail.toml");
+    std::fs::write(
+        &f,
+        "[[failures]]\nkind = \"down\"\nlink = \"tor:0-agg:99\"\n",
+    )
+    .unwrap();
+    fails_with(
+        lbsim(&["run", f.to_str().unwrap()]),
+        &["fail.toml", "failures[0].link", "lbsim topology --links"],
+    );
+    fails_with(
+        lbsim(&["run", f.to_str().unwrap(), "--set", "failures.4.at_us=1"]),
+        &["out of range"],
+    );
 }
 
 #[test]

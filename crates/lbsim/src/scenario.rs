@@ -478,21 +478,48 @@ pub fn parse_set(arg: &str) -> Result<(Vec<String>, toml::Value), ConfigError> {
     ))
 }
 
-/// Applies overrides to a parsed TOML table.
+/// Applies overrides to a parsed TOML table. A numeric path part indexes an array, so
+/// `failures.0.random_fraction=0.02` reaches into the first `[[failures]]` entry.
 pub fn apply_sets(table: &mut toml::Table, sets: &[String]) -> Result<(), ConfigError> {
     for arg in sets {
         let (path, value) = parse_set(arg)?;
-        let mut t = &mut *table;
-        for part in &path[..path.len() - 1] {
-            let entry = t
+        let err = |msg: String| ConfigError::Set {
+            arg: arg.clone(),
+            msg,
+        };
+        let mut cur = &mut *table;
+        let mut i = 0;
+        while i + 1 < path.len() {
+            let part = &path[i];
+            let entry = cur
                 .entry(part.clone())
                 .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            t = entry.as_table_mut().ok_or_else(|| ConfigError::Set {
-                arg: arg.clone(),
-                msg: format!("`{part}` is not a section"),
-            })?;
+            let entry = match entry {
+                toml::Value::Array(items) => {
+                    let idx = path[i + 1].parse::<usize>().map_err(|_| {
+                        err(format!("`{part}` is a list: index it, e.g. {part}.0.<key>"))
+                    })?;
+                    let len = items.len();
+                    i += 1;
+                    items.get_mut(idx).ok_or_else(|| {
+                        err(format!(
+                            "`{part}` has {len} entries; index {idx} is out of range"
+                        ))
+                    })?
+                }
+                other => other,
+            };
+            cur = entry
+                .as_table_mut()
+                .ok_or_else(|| err(format!("`{}` is not a section", path[i])))?;
+            i += 1;
         }
-        t.insert(path[path.len() - 1].clone(), value);
+        if i >= path.len() {
+            return Err(err(
+                "the path ends at a list index; name a key inside it".into()
+            ));
+        }
+        cur.insert(path[i].clone(), value);
     }
     Ok(())
 }
@@ -806,6 +833,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn sets_index_into_arrays_of_tables() {
+        let text = "[[failures]]\nkind = \"down\"\nrandom_fraction = 0.01\n";
+        let f = ScenarioFile::from_toml(
+            text,
+            &["failures.0.random_fraction=0.05".into()],
+            &Origin::builtin(),
+        )
+        .unwrap();
+        assert_eq!(f.failures[0].random_fraction, Some(0.05));
+        let e = ScenarioFile::from_toml(text, &["failures.3.at_us=1".into()], &Origin::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("out of range"), "{e}");
+        let e = ScenarioFile::from_toml(text, &["failures.kind=down".into()], &Origin::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("index it"), "{e}");
     }
 
     #[test]
