@@ -445,6 +445,100 @@ impl Weights {
     }
 }
 
+/// Each flow's fair share of its host's line rate under the current live capacities `cap`
+/// (hundredths per port): 1/F, F the largest ratio of flows to live capacity (in links) over the
+/// cuts the flow crosses: its host's uplink and its destination's downlink, the source ToR's
+/// uplinks and destination ToR's downlinks when it leaves its ToR, and the source pod's
+/// aggregation-core links and destination pod's core-aggregation links when it leaves its pod.
+/// Spraying spreads a flow over a cut's links, so a cut acts as one link of their summed
+/// capacity; this is the study's "B/F of its bottleneck" for the idealized CC under failures.
+pub fn flow_shares(topo: &Topology, flows: &[crate::workload::FlowSpec], cap: &[u32]) -> Vec<f64> {
+    let (per_tor, per_pod) = match topo.shape {
+        Shape::FatTree { k } => (k / 2, k * k / 4),
+        Shape::LeafSpine { hosts_per_leaf, .. } => (hosts_per_leaf, topo.hosts),
+    };
+    // A cut is named by (kind, index): 0 host up, 1 host down, 2 ToR up, 3 ToR down, 4 pod up,
+    // 5 pod down.
+    let cuts = |f: &crate::workload::FlowSpec| {
+        let (s, d) = (f.src.0, f.dst.0);
+        let mut v = vec![(0u8, s), (1, d)];
+        if s / per_tor != d / per_tor {
+            v.push((2, s / per_tor));
+            v.push((3, d / per_tor));
+        }
+        if s / per_pod != d / per_pod {
+            v.push((4, s / per_pod));
+            v.push((5, d / per_pod));
+        }
+        v
+    };
+    let mut load: BTreeMap<(u8, u32), f64> = BTreeMap::new();
+    for f in flows {
+        for c in cuts(f) {
+            *load.entry(c).or_default() += 1.0;
+        }
+    }
+    // Live capacity of each cut, in links.
+    let port_cap = |p: u32| cap[p as usize] as f64 / 100.0;
+    let switch_ports = |s: u32| {
+        let i = &topo.switches[s as usize];
+        i.port_base..i.port_base + i.ports
+    };
+    let capacity = |(kind, i): (u8, u32)| -> f64 {
+        match (topo.shape, kind) {
+            (_, 0) => port_cap(i),
+            (_, 1) => {
+                // The ToR port facing host i.
+                let tor = i / per_tor;
+                port_cap(topo.switches[tor as usize].port_base + i % per_tor)
+            }
+            (_, 2) => switch_ports(i).skip(per_tor as usize).map(port_cap).sum(),
+            (Shape::FatTree { k }, 3) => {
+                // Aggregation ports facing ToR i: agg (pod, j) down-port i % h.
+                let h = k / 2;
+                let pod = i / h;
+                (0..h)
+                    .map(|j| {
+                        port_cap(topo.switches[(k * h + pod * h + j) as usize].port_base + i % h)
+                    })
+                    .sum()
+            }
+            (Shape::LeafSpine { leaves, spines, .. }, 3) => (0..spines)
+                .map(|s| port_cap(topo.switches[(leaves + s) as usize].port_base + i))
+                .sum(),
+            (Shape::FatTree { k }, 4) => {
+                let h = k / 2;
+                (0..h)
+                    .flat_map(|j| switch_ports(k * h + i * h + j).skip(h as usize))
+                    .map(port_cap)
+                    .sum()
+            }
+            (Shape::FatTree { k }, 5) => {
+                // Core ports facing pod i.
+                let h = k / 2;
+                (0..h * h)
+                    .map(|c| port_cap(topo.switches[(2 * k * h + c) as usize].port_base + i))
+                    .sum()
+            }
+            _ => f64::INFINITY,
+        }
+    };
+    flows
+        .iter()
+        .map(|f| {
+            let worst = cuts(f)
+                .into_iter()
+                .map(|c| load[&c] / capacity(c))
+                .fold(1.0f64, f64::max);
+            if worst.is_finite() {
+                1.0 / worst
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -563,6 +657,34 @@ mod tests {
         cap[p] = 10;
         let w = Weights::compute(&t, &cap);
         assert_eq!(w.get(SwitchId(agg0 as u32), 7), Some(&[100, 10][..]));
+    }
+
+    #[test]
+    fn flow_shares_follow_the_bottleneck_cut() {
+        let t = topo();
+        let flows = crate::workload::permutation(16, 1000, 1);
+        let mut cap = vec![100u32; t.links.len()];
+        // Failure-free permutation: the host link is the bottleneck, share 1.
+        assert!(flow_shares(&t, &flows, &cap).iter().all(|&x| x == 1.0));
+        // Kill one of ToR 0's two uplinks: flows leaving ToR 0 share one link.
+        let up = (t.switches[0].port_base + 2) as usize;
+        cap[up] = 0;
+        let shares = flow_shares(&t, &flows, &cap);
+        for (f, s) in flows.iter().zip(&shares) {
+            if f.src.0 / 2 == 0 && f.dst.0 / 2 != 0 {
+                let leaving = flows
+                    .iter()
+                    .filter(|g| g.src.0 / 2 == 0 && g.dst.0 / 2 != 0)
+                    .count() as f64;
+                assert_eq!(*s, (1.0 / leaving).min(1.0));
+            }
+        }
+        // All-to-all on 16 hosts: 15 flows per host link.
+        let a2a = crate::workload::all_to_all(16, 1000);
+        let cap = vec![100u32; t.links.len()];
+        assert!(flow_shares(&t, &a2a, &cap)
+            .iter()
+            .all(|&x| (x - 1.0 / 15.0).abs() < 1e-12));
     }
 
     #[test]

@@ -133,6 +133,10 @@ pub struct TransportConfig {
     /// ideal erasure transport it only tells the host's load balancer that ACKs stopped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rto_us: Option<f64>,
+    /// The study's idealized CC under failures: each flow sends at B/F, F the flows per unit of
+    /// live capacity on its most loaded cut (see `failure::flow_shares`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub failure_aware_rate: bool,
 }
 
 impl Default for TransportConfig {
@@ -142,6 +146,7 @@ impl Default for TransportConfig {
             rate_coef: 1.0,
             loss_recovery: LossRecoveryKind::IdealErasure,
             rto_us: None,
+            failure_aware_rate: false,
         }
     }
 }

@@ -148,6 +148,14 @@ pub struct Simulation {
     rto: SimTime,
     /// Activations received by each trigger.
     trigger_counts: Vec<u32>,
+    /// Per-flow sending rates (failure-aware idealized CC), recomputed when links fail or recover.
+    flow_rates: Option<Vec<BitsPerSec>>,
+    /// Each port's actual capacity (hundredths), for the failure-aware rates.
+    actual_cap: Vec<u32>,
+}
+
+fn payload_of(flow: &Flow, mss: u32) -> u32 {
+    flow.next_payload(mss)
 }
 
 impl Simulation {
@@ -269,12 +277,32 @@ impl Simulation {
             hosts_per_tor,
             rto: sc.rto,
             trigger_counts: vec![0; sc.deps.triggers.len()],
+            flow_rates: None,
+            actual_cap: vec![100; topo.links.len()],
             sc,
         }
     }
 
+    /// Recomputes the failure-aware per-flow rates from the links' actual capacities.
+    fn update_flow_rates(&mut self) {
+        if !self.sc.file.transport.failure_aware_rate {
+            return;
+        }
+        let shares = failure::flow_shares(&self.sc.topology, &self.sc.flows, &self.actual_cap);
+        let line = self.pace_rate.0 as f64;
+        self.flow_rates = Some(
+            shares
+                .iter()
+                .map(|s| BitsPerSec((line * s).round() as u64))
+                .collect(),
+        );
+    }
+
     /// Runs until every flow has completed, or the end-time cap, or nothing is left to happen.
     pub fn run(&mut self) {
+        if self.flow_rates.is_none() {
+            self.update_flow_rates();
+        }
         let cap = self.sc.end_time.unwrap_or(SimTime::MAX);
         let total = self.flows.len() as u64;
         while let Some(t) = self.events.peek_time() {
@@ -340,6 +368,10 @@ impl Simulation {
         match c {
             Control::Fail(i) => {
                 let f = self.sc.failures[i].clone();
+                for port in f.ports {
+                    self.actual_cap[port.idx()] = failure::capacity_units(Some(f.effect));
+                }
+                self.update_flow_rates();
                 for (n, port) in f.ports.iter().enumerate() {
                     let p = &mut self.ports[port.idx()];
                     match f.effect {
@@ -360,6 +392,10 @@ impl Simulation {
                 }
             }
             Control::Recover(i) => {
+                for port in self.sc.failures[i].ports {
+                    self.actual_cap[port.idx()] = 100;
+                }
+                self.update_flow_rates();
                 for port in self.sc.failures[i].ports {
                     let p = &mut self.ports[port.idx()];
                     p.set_fault(Fault::Healthy);
@@ -401,16 +437,39 @@ impl Simulation {
             self.events.push(ready, Event::HostWake(h).into());
             return;
         }
-        // Round-robin over flows that still send; finished ones leave the ring here.
+        // Round-robin over flows that still send; finished ones leave the ring here. With
+        // per-flow rates, a flow whose own pacer holds it back is passed over.
+        let mut earliest = SimTime::MAX;
+        let mut tries = host.active.len();
         let f = loop {
+            if tries == 0 {
+                if earliest < SimTime::MAX {
+                    host.wake_pending = true;
+                    self.events.push(earliest, Event::HostWake(h).into());
+                }
+                return;
+            }
+            tries -= 1;
             match host.active.pop_front() {
                 None => return,
                 Some(f) if self.flows[f.idx()].sender_done => continue,
+                Some(f) if self.flows[f.idx()].next_send > now => {
+                    earliest = earliest.min(self.flows[f.idx()].next_send);
+                    host.active.push_back(f);
+                }
                 Some(f) => break f,
             }
         };
         host.active.push_back(f);
         let flow = &mut self.flows[f.idx()];
+        if let Some(rates) = &self.flow_rates {
+            let r = rates[f.idx()];
+            flow.next_send = if r.0 == 0 {
+                SimTime::MAX
+            } else {
+                now + r.serialization((payload_of(flow, self.mss) + self.header) as u64)
+            };
+        }
         let payload = flow.next_payload(self.mss);
         let entropy = flow.lb.next_entropy(now, &mut host.rng);
         let pkt = Packet {

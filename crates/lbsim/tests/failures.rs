@@ -130,3 +130,30 @@ fn degraded_links_slow_the_collective_down() {
     let converged = cct(&degraded, "host_spray", 1, Some(0));
     assert!(converged < slow, "converged {converged} unconverged {slow}");
 }
+
+#[test]
+fn failure_aware_rates_keep_senders_within_the_degraded_capacity() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/failures-degraded-2.toml"
+    ))
+    .unwrap();
+    let drops = |aware: &str| {
+        let sim = run(scenario_toml(
+            &text,
+            &[
+                "load_balancing.scheme=host_spray",
+                "failure.convergence_us=0",
+                &format!("transport.failure_aware_rate={aware}"),
+            ],
+        ));
+        check_conservation(&sim);
+        sim.summary().packets_dropped
+    };
+    let (blind, aware) = (drops("false"), drops("true"));
+    assert!(
+        blind > 100,
+        "the degraded cut should overflow without rate awareness: {blind}"
+    );
+    assert!(aware * 10 < blind, "aware {aware} blind {blind}");
+}

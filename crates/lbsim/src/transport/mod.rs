@@ -34,6 +34,8 @@ pub struct Flow {
     pub last_ack: SimTime,
     /// Sender: how many no-ACK timeouts fired.
     pub timeouts: u64,
+    /// Sender: with a per-flow rate (failure-aware idealized CC), the earliest next send.
+    pub next_send: SimTime,
 }
 
 impl Flow {
@@ -52,6 +54,7 @@ impl Flow {
             started: None,
             last_ack: SimTime::ZERO,
             timeouts: 0,
+            next_send: SimTime::ZERO,
         }
     }
 
