@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{check_conservation, run, scenario};
+use common::{check_conservation_of, run, scenario};
 use lbsim::ids::HostId;
 use lbsim::net::LinkParams;
 use lbsim::net::Topology;
@@ -122,7 +122,7 @@ fn packets_are_conserved_and_every_message_is_delivered() {
                 "workload.message_bytes=300000",
             ]);
             let sim = run(sc);
-            check_conservation(&sim);
+            check_conservation_of(&sim, &format!("{scheme} {kind}"));
             for f in sim.flows() {
                 assert!(f.finish.is_some(), "{scheme} {kind}: unfinished flow");
                 assert!(f.recv_bytes >= f.spec.size_bytes);
@@ -141,7 +141,7 @@ fn packets_are_conserved_and_every_message_is_delivered() {
 fn end_time_cap_stops_the_run_and_reports_unfinished_flows() {
     let sc = scenario(&["topology.k=4", "end_time_us=5"]);
     let sim = run(sc);
-    check_conservation(&sim);
+    check_conservation_of(&sim, "capped");
     let s = sim.summary();
     assert_eq!(s.end_ps, 5_000_000);
     assert_eq!(s.flows_completed, 0);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{check_conservation, run, scenario_toml};
+use common::{check_conservation_of, run, scenario_toml};
 
 const RANDOM_5PCT: &str =
     "[topology]\nk = 8\n[[failures]]\nkind = \"down\"\nrandom_fraction = 0.05\n";
@@ -27,7 +27,7 @@ fn packets_are_conserved_under_every_kind_of_failure() {
                     "end_time_us=3000",
                 ],
             ));
-            check_conservation(&sim);
+            check_conservation_of(&sim, &format!("{scheme} {kind}"));
         }
     }
 }
@@ -147,7 +147,7 @@ fn failure_aware_rates_keep_senders_within_the_degraded_capacity() {
                 &format!("transport.failure_aware_rate={aware}"),
             ],
         ));
-        check_conservation(&sim);
+        check_conservation_of(&sim, aware);
         sim.summary().packets_dropped
     };
     let (blind, aware) = (drops("false"), drops("true"));

@@ -2,14 +2,11 @@
 //! conservation and determinism for every scheme, the scheme options reaching their policies, and
 //! the qualitative queue-scaling ordering (finding 4).
 
+mod common;
+
+use common::{check_conservation_of, scenario};
 use lbsim::experiments::{self, QueueScalingPoint};
 use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
-
-fn scenario(sets: &[&str]) -> Scenario {
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let file = ScenarioFile::builtin(&sets).expect("valid overrides");
-    Scenario::build(file, &Origin::builtin()).expect("valid scenario")
-}
 
 fn with_scheme<'a>(scheme: &'a str, sets: &[&'a str]) -> Scenario {
     let key = format!("load_balancing.scheme={scheme}");
@@ -80,27 +77,6 @@ fn packet_schemes_come_within_a_few_percent_of_the_bound_on_all_to_all() {
     assert!(plain < ratio("ecmp", &a2a));
 }
 
-fn check_conservation(sim: &Simulation, what: &str) {
-    let c = sim.counters();
-    let f = sim.in_flight();
-    assert_eq!(
-        c.data_sent,
-        c.data_delivered + c.data_dropped + f.data,
-        "{what} data: {c:?} {f:?}"
-    );
-    assert_eq!(
-        c.acks_sent,
-        c.acks_delivered + c.acks_dropped + f.acks,
-        "{what} acks: {c:?} {f:?}"
-    );
-    assert!(
-        !sim.max_switch_queue().1,
-        "{what}: a queue exceeded its buffer"
-    );
-    let sent: u64 = sim.flows().iter().map(|f| f.data_packets_sent).sum();
-    assert_eq!(sent, c.data_sent, "{what}");
-}
-
 #[test]
 fn every_scheme_conserves_packets_with_drops_and_when_stopped_midway() {
     for scheme in lbsim::lb::scheme_names() {
@@ -115,14 +91,14 @@ fn every_scheme_conserves_packets_with_drops_and_when_stopped_midway() {
             let mut sim = Simulation::new(with_scheme(scheme, &small));
             sim.run();
             let what = format!("{scheme} {kind}");
-            check_conservation(&sim, &what);
+            check_conservation_of(&sim, &what);
             assert!(sim.flows().iter().all(|f| f.finish.is_some()), "{what}");
             // Stopped at 3 us: packets are still in queues and on wires, and still accounted for.
             let mut capped = small.to_vec();
             capped.push("end_time_us=3");
             let mut sim = Simulation::new(with_scheme(scheme, &capped));
             sim.run();
-            check_conservation(&sim, &what);
+            check_conservation_of(&sim, &what);
             assert!(sim.in_flight().data > 0, "{what}");
         }
     }

@@ -26,21 +26,29 @@ pub fn run(sc: Scenario) -> Simulation {
 /// Packets sent = delivered + dropped + still in the fabric, for data and ACKs; no queue ever
 /// held more than its buffer; per-flow counters add up to the totals.
 pub fn check_conservation(sim: &Simulation) {
+    check_conservation_of(sim, "");
+}
+
+/// `check_conservation`, naming the case in failure messages.
+pub fn check_conservation_of(sim: &Simulation, what: &str) {
     let c = sim.counters();
     let f = sim.in_flight();
     assert_eq!(
         c.data_sent,
         c.data_delivered + c.data_dropped + f.data,
-        "data: {c:?} {f:?}"
+        "{what} data: {c:?} {f:?}"
     );
     assert_eq!(
         c.acks_sent,
         c.acks_delivered + c.acks_dropped + f.acks,
-        "acks: {c:?} {f:?}"
+        "{what} acks: {c:?} {f:?}"
     );
-    assert!(!sim.max_switch_queue().1, "a queue exceeded its buffer");
+    assert!(
+        !sim.max_switch_queue().1,
+        "{what}: a queue exceeded its buffer"
+    );
     let sent: u64 = sim.flows().iter().map(|f| f.data_packets_sent).sum();
-    assert_eq!(sent, c.data_sent);
+    assert_eq!(sent, c.data_sent, "{what}");
     let dropped: u64 = sim.flows().iter().map(|f| f.packets_dropped).sum();
-    assert_eq!(dropped, c.data_dropped);
+    assert_eq!(dropped, c.data_dropped, "{what}");
 }
