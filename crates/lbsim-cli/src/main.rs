@@ -2,7 +2,10 @@
 
 mod bench;
 mod output;
+mod paper;
 mod queue_scaling;
+mod report;
+mod sweep;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -107,6 +110,13 @@ enum Cmd {
         #[arg(long, hide = true)]
         case: Option<String>,
     },
+    /// Run the cartesian product of scenario keys (a sweep file) on all cores, on Slurm or in
+    /// shards; resumable; writes DIR/results.csv.
+    Sweep(sweep::SweepArgs),
+    /// Write a self-contained HTML report (inline SVG figures) of sweep results.
+    Report(report::ReportArgs),
+    /// Run the study's experiments as sweeps, write the report, and check its findings.
+    Paper(paper::PaperArgs),
 }
 
 fn load_file(args: &ScenarioArgs) -> Result<(ScenarioFile, Origin)> {
@@ -193,6 +203,9 @@ fn real_main(cli: Cli) -> Result<()> {
             Some(c) => bench::run_child(&c),
             None => bench::run_suite(&suite, out.as_deref()),
         },
+        Cmd::Sweep(a) => sweep::main(a),
+        Cmd::Report(a) => report::main(a),
+        Cmd::Paper(a) => paper::main(a),
     }
 }
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The report in a real browser: `lbsim paper --scale small` (timed), then headless Chromium
+# renders report.html to a PNG and dumps the DOM; the page must have run its script, logged
+# nothing to the console (the report logs nothing, so any console line is an error), and hold
+# every expected figure by element id. The console check is first shown to catch a broken page.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+LBSIM=${LBSIM:-$PWD/target/release/lbsim}
+OUT=${REPORT_TEST_OUT:-$(mktemp -d /tmp/lbsim-report.XXXXXX)}
+
+if ! command -v chromium >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
+# Renders $1 (a file) to $2.png, $2.dom.html and $2.log.
+render() {
+  local profile
+  profile=$(mktemp -d /tmp/lbsim-chromium.XXXXXX)
+  local flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
+    --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile"
+    --enable-logging=stderr --v=0 --window-size=1300,2400)
+  timeout 120 chromium "${flags[@]}" --screenshot="$2.png" "file://$1" 2>"$2.log" >/dev/null
+  timeout 120 chromium "${flags[@]}" --dump-dom "file://$1" 2>>"$2.log" >"$2.dom.html"
+  rm -rf "$profile"
+}
+
+console_lines() { grep -c ':CONSOLE' "$1.log" || true; }
+
+# The check itself works: a page with a console error and an exception is caught.
+printf '<html><body><script>console.error("x"); throw new Error("y");</script></body></html>' >"$OUT/broken.html"
+render "$OUT/broken.html" "$OUT/broken"
+[ "$(console_lines "$OUT/broken")" -ge 2 ] || { echo "console check does not see errors" >&2; exit 1; }
+
+t0=$(date +%s)
+"$LBSIM" paper --scale small --out "$OUT/paper" >"$OUT/paper.txt"
+t_paper=$(($(date +%s) - t0))
+grep -E '^[0-9]+\. ' "$OUT/paper.txt"
+
+render "$OUT/paper/report.html" "$OUT/report"
+n=$(console_lines "$OUT/report")
+if [ "$n" -ne 0 ]; then
+  grep ':CONSOLE' "$OUT/report.log" >&2
+  echo "report: $n console messages" >&2
+  exit 1
+fi
+grep -q 'data-report-ready="1"' "$OUT/report.dom.html" || { echo "report script did not run" >&2; exit 1; }
+[ "$(stat -c %s "$OUT/report.png")" -gt 20000 ] || { echo "screenshot missing or blank" >&2; exit 1; }
+missing=0
+for id in lbsim-version findings \
+  fig-cct-01-failure-free-permutation fig-cct-01-failure-free-all-to-all \
+  fig-fct-01-failure-free-permutation-0 fig-fct-01-failure-free-all-to-all-0 \
+  fig-queue-02-queue-scaling-permutation-0 table-slopes-02-queue-scaling-permutation-0 \
+  fig-failure-03-failure-g-failure-convergence-us-permutation \
+  fig-failure-04-failure-rate-failures-0-random-fraction-permutation \
+  fig-cct-05-buffer-permutation fig-cct-06-message-size-permutation \
+  table-raw-01-failure-free scenario-01-failure-free; do
+  if ! grep -q "id=\"$id\"" "$OUT/report.dom.html"; then
+    echo "missing figure #$id" >&2
+    missing=1
+  fi
+done
+[ "$missing" -eq 0 ]
+echo "report-test: paper --scale small in ${t_paper} s; report rendered ($(stat -c %s "$OUT/report.png") B screenshot at $OUT/report.png), no console messages, all figures present"

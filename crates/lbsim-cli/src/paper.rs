@@ -1,0 +1,501 @@
+//! `lbsim paper`: the study's experiments that lbsim supports, as sweeps (so they run on all
+//! cores and resume), then the HTML report, then finding by finding (../shared/paper-notes.md)
+//! what lbsim measured and whether it agrees. `small` is a 16-host fat-tree that runs in minutes
+//! on two cores; `full` is the study's 128-host k=8 fabric.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use lbsim::experiments::QUEUE_SCALING_BUFFER_BYTES;
+
+use crate::output::write_atomic;
+use crate::report::{self, cct_ratio, text, SweepData};
+use crate::sweep::{self, Plan};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct PaperArgs {
+    /// `small` (16 hosts, minutes on two cores) or `full` (the study's 128 hosts, k=8, 2 MiB).
+    #[arg(long, default_value = "small", value_parser = ["small", "full"])]
+    pub scale: String,
+    /// Output directory: one sweep directory per experiment, findings.md and report.html.
+    #[arg(long, default_value = "results/paper")]
+    pub out: PathBuf,
+    /// Runs in parallel (default: all cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+struct Scale {
+    k: u32,
+    message: u64,
+    seeds: u64,
+    /// Message lengths in packets for queue scaling.
+    packets: &'static [u64],
+    /// The failure for the G sweep.
+    failure: &'static str,
+    rates: &'static [f64],
+    buffers: &'static [u64],
+    messages: &'static [u64],
+}
+
+const SMALL: Scale = Scale {
+    k: 4,
+    message: 524_288,
+    seeds: 3,
+    packets: &[64, 256, 1024, 4096, 16384],
+    failure: "link = \"tor:0-agg:0\"",
+    rates: &[0.0, 0.05, 0.1, 0.2],
+    buffers: &[41_580, 83_160, 800_000],
+    messages: &[32_768, 262_144, 1_048_576],
+};
+
+const FULL: Scale = Scale {
+    k: 8,
+    message: 2_097_152,
+    seeds: 3,
+    packets: &[256, 1024, 4096, 16384],
+    failure: "random_fraction = 0.01",
+    rates: &[0.0, 0.01, 0.02, 0.05],
+    buffers: &[41_580, 83_160, 800_000],
+    messages: &[32_768, 262_144, 2_097_152],
+};
+
+fn list<T: std::fmt::Display>(v: &[T], quote: bool) -> String {
+    v.iter()
+        .map(|x| {
+            if quote {
+                format!("\"{x}\"")
+            } else {
+                x.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+const FAILURE_SCHEMES: &[&str] = &[
+    "ecmp",
+    "host_spray",
+    "switch_rr",
+    "switch_ar",
+    "reps",
+    "ofan",
+];
+const SENSITIVITY_SCHEMES: &[&str] = &[
+    "ecmp",
+    "host_spray",
+    "switch_rr",
+    "switch_ar",
+    "reps",
+    "host_dr",
+    "ofan",
+];
+const QUEUE_SCHEMES: &[&str] = &[
+    "switch_rr_simple",
+    "switch_jsq",
+    "switch_random",
+    "host_spray",
+    "host_dr",
+    "ofan",
+];
+
+/// The experiments as (directory name, sweep file text).
+fn experiments(sc: &Scale) -> Vec<(&'static str, String)> {
+    let base = |extra: &str| {
+        format!(
+            "seeds = {}\n[base]\nseed = 1\n[base.topology]\nk = {}\n{extra}[base.workload]\nmessage_bytes = {}\n",
+            sc.seeds, sc.k, sc.message
+        )
+    };
+    let all: Vec<&str> = lbsim::lb::scheme_names();
+    let payload = 4096;
+    vec![
+        (
+            "01-failure-free",
+            format!(
+                "# Findings 1, 2: every scheme, failure-free, permutation and all-to-all.\n{}[grid]\n\"load_balancing.scheme\" = [{}]\n\"workload.kind\" = [\"permutation\", \"all_to_all\"]\n",
+                base(""),
+                list(&all, true)
+            ),
+        ),
+        (
+            "02-queue-scaling",
+            format!(
+                "# Finding 4: mean queue against message length, buffer large enough never to drop.\n{}[grid]\n\"load_balancing.scheme\" = [{}]\n\"workload.message_bytes\" = [{}]\n",
+                base(&format!("buffer_bytes = {QUEUE_SCALING_BUFFER_BYTES}\n")),
+                list(QUEUE_SCHEMES, true),
+                list(&sc.packets.iter().map(|m| m * payload).collect::<Vec<_>>(), false)
+            ),
+        ),
+        (
+            "03-failure-g",
+            format!(
+                "# Finding 3: a link down from the start; routing converges after G (unset: never).\n{}[[base.failures]]\nkind = \"down\"\n{}\n[grid]\n\"load_balancing.scheme\" = [{}]\n\"failure.convergence_us\" = [0, 10, 100, \"unset\"]\n",
+                base(""),
+                sc.failure,
+                list(FAILURE_SCHEMES, true)
+            ),
+        ),
+        (
+            "04-failure-rate",
+            format!(
+                "# Failure rate: each fabric cable down with this probability; routing never converges.\n{}[[base.failures]]\nkind = \"down\"\nrandom_fraction = 0.0\n[grid]\n\"load_balancing.scheme\" = [{}]\n\"failures.0.random_fraction\" = [{}]\n",
+                base(""),
+                list(FAILURE_SCHEMES, true),
+                list(sc.rates, false)
+            ),
+        ),
+        (
+            "05-buffer",
+            format!(
+                "# Finding 6: buffer sensitivity (10, 20 packets and the study's 800 KB), permutation.\n{}[grid]\n\"load_balancing.scheme\" = [{}]\n\"topology.buffer_bytes\" = [{}]\n",
+                base(""),
+                list(SENSITIVITY_SCHEMES, true),
+                list(sc.buffers, false)
+            ),
+        ),
+        (
+            "06-message-size",
+            format!(
+                "# Findings 5, 7: message-size sensitivity, permutation.\n{}[grid]\n\"load_balancing.scheme\" = [{}]\n\"workload.message_bytes\" = [{}]\n",
+                base(""),
+                list(SENSITIVITY_SCHEMES, true),
+                list(sc.messages, false)
+            ),
+        ),
+    ]
+}
+
+pub fn main(a: PaperArgs) -> Result<()> {
+    let sc = match a.scale.as_str() {
+        "small" => &SMALL,
+        "full" => &FULL,
+        other => bail!("--scale {other}: expected small or full"),
+    };
+    std::fs::create_dir_all(&a.out)?;
+    let t0 = std::time::Instant::now();
+    for (name, toml) in experiments(sc) {
+        let file = a.out.join(format!("{name}.toml"));
+        write_atomic(&file, toml.as_bytes())?;
+        let plan = Plan::load(&file)?;
+        let dir = a.out.join(name);
+        let n = plan.manifest.points.len() as u64 * plan.manifest.seeds;
+        eprintln!("== {name}: {n} runs");
+        let s = sweep::run_plan(&plan, &dir, a.jobs, None, false)?;
+        sweep::collect(&dir)?;
+        eprintln!(
+            "   {} run, {} already finished, {:.1} s",
+            s.ran, s.skipped, s.seconds
+        );
+    }
+    let findings = findings(&a.out, &a.scale)?;
+    write_atomic(&a.out.join("findings.md"), findings.as_bytes())?;
+    let html = report::render(&a.out)?;
+    write_atomic(&a.out.join("report.html"), html.as_bytes())?;
+    print!("{findings}");
+    println!(
+        "\n{:.0} s; report: {}",
+        t0.elapsed().as_secs_f64(),
+        a.out.join("report.html").display()
+    );
+    Ok(())
+}
+
+/// Mean CCT/bound of the runs matching `f` (unfinished runs count with their lower estimate).
+fn mean(s: &SweepData, f: impl Fn(&crate::sweep::RunRecord) -> bool) -> Option<f64> {
+    let v: Vec<f64> = s
+        .runs
+        .iter()
+        .filter(|r| f(r))
+        .filter_map(|r| cct_ratio(r).map(|x| x.0))
+        .collect();
+    report::stats(&v).map(|x| x.0)
+}
+
+fn val(s: &SweepData, r: &crate::sweep::RunRecord, key: &str) -> String {
+    s.key(key)
+        .map(|k| s.value(r, k).to_string())
+        .unwrap_or_default()
+}
+
+fn f3(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into())
+}
+
+fn verdict(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "AGREES",
+        Some(false) => "DISAGREES",
+        None => "INCONCLUSIVE (missing data)",
+    }
+}
+
+fn findings(out: &Path, scale: &str) -> Result<String> {
+    let load = |n: &str| SweepData::load(&out.join(n));
+    let ff = load("01-failure-free")?;
+    let qs = load("02-queue-scaling")?;
+    let fg = load("03-failure-g")?;
+    let buf = load("05-buffer")?;
+    let msg = load("06-message-size")?;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# lbsim against the study's findings (scale {scale}; CCT/bound = mean over seeds)\n"
+    );
+
+    // 1 and 2: failure-free.
+    let gran = |name: &str| {
+        lbsim::lb::scheme(name)
+            .map(|s| s.granularity)
+            .unwrap_or("?")
+    };
+    let mut ok1 = Some(true);
+    let mut lines1 = String::new();
+    let mut ok2 = Some(true);
+    let mut lines2 = String::new();
+    for w in ["permutation", "all_to_all"] {
+        let schemes = first_schemes(&ff);
+        let best = |packet: bool| {
+            schemes
+                .iter()
+                .filter(|n| (gran(n) == "packet") == packet)
+                .filter_map(|n| {
+                    mean(&ff, |r| text(r, "workload") == w && text(r, "scheme") == *n)
+                        .map(|v| (v, n.clone()))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+        };
+        match (best(true), best(false)) {
+            (Some(p), Some(c)) => {
+                if p.0 >= c.0 {
+                    ok1 = Some(false);
+                }
+                let _ = writeln!(
+                    lines1,
+                    "   {w}: best packet scheme {} {:.3}; best flow/flowlet/subflow scheme {} {:.3}",
+                    p.1, p.0, c.1, c.0
+                );
+            }
+            _ => ok1 = None,
+        }
+        let hs = mean(&ff, |r| {
+            text(r, "workload") == w && text(r, "scheme") == "host_spray"
+        });
+        let sr = mean(&ff, |r| {
+            text(r, "workload") == w && text(r, "scheme") == "switch_rr"
+        });
+        match (hs, sr) {
+            (Some(h), Some(s)) => {
+                let rel = (h - s).abs() / s;
+                if rel > 0.05 {
+                    ok2 = Some(false);
+                }
+                let _ = writeln!(
+                    lines2,
+                    "   {w}: host_spray {h:.3}, switch_rr {s:.3} (differ by {:.1}%; alike = within 5%)",
+                    rel * 100.0
+                );
+            }
+            _ => ok2 = None,
+        }
+    }
+    let _ = writeln!(
+        o,
+        "1. Finer granularity wins (packet schemes beat flow, flowlet, subflow): {}\n{lines1}",
+        verdict(ok1)
+    );
+    let _ = writeln!(
+        o,
+        "2. Failure-free, host and switch spraying perform alike: {}\n{lines2}",
+        verdict(ok2)
+    );
+
+    // 3: G sweep, REPS (host adaptive) against switch_ar (switch adaptive).
+    let gs = fg
+        .key("failure.convergence_us")
+        .map(|k| fg.values_of(k))
+        .unwrap_or_default();
+    let mut gaps = Vec::new();
+    let mut lines3 = String::new();
+    for g in &gs {
+        let at = |sch: &str| {
+            mean(&fg, |r| {
+                text(r, "scheme") == sch && val(&fg, r, "failure.convergence_us") == *g
+            })
+        };
+        let (reps, ar, spray) = (at("reps"), at("switch_ar"), at("host_spray"));
+        let label = if g == sweep::UNSET {
+            "never"
+        } else {
+            g.as_str()
+        };
+        let _ = writeln!(
+            lines3,
+            "   G = {label}: reps {}, switch_ar {}, host_spray {}",
+            f3(reps),
+            f3(ar),
+            f3(spray)
+        );
+        if let (Some(r), Some(a)) = (reps, ar) {
+            gaps.push((a - r) / r);
+        }
+    }
+    let ok3 = if gaps.len() == gs.len() && gaps.len() >= 2 {
+        let (first, last) = (gaps[0], gaps[gaps.len() - 1]);
+        Some(last > 0.0 && last > first && first.abs() < 0.05)
+    } else {
+        None
+    };
+    let _ = writeln!(
+        o,
+        "3. With slow routing convergence host adaptive spraying (reps) beats switch adaptive (switch_ar); the gap grows with G and vanishes at G = 0: {}\n{lines3}   switch_ar over reps: {}",
+        verdict(ok3),
+        gaps.iter().map(|g| format!("{:+.1}%", g * 100.0)).collect::<Vec<_>>().join(" -> ")
+    );
+
+    // 4: queue-scaling slopes.
+    let runs: Vec<&crate::sweep::RunRecord> = qs.runs.iter().collect();
+    let schemes = first_schemes(&qs);
+    let curves = qs
+        .key("workload.message_bytes")
+        .map(|mk| report::queue_curves(&qs, &runs, mk, &schemes))
+        .unwrap_or_default();
+    let slope = |n: &str| curves.iter().find(|c| c.0 == n).and_then(|c| c.2);
+    let expect = [
+        ("switch_rr_simple", 1.0),
+        ("switch_jsq", 1.0),
+        ("switch_random", 0.5),
+        ("host_spray", 0.5),
+        ("host_dr", 0.0),
+        ("ofan", 0.0),
+    ];
+    let mut lines4 = String::new();
+    for (n, e) in expect {
+        let _ = writeln!(lines4, "   {n}: slope {} (study: {e})", f3(slope(n)));
+    }
+    let tier = |ns: &[&str]| -> Option<(f64, f64)> {
+        let v: Option<Vec<f64>> = ns.iter().map(|n| slope(n)).collect();
+        let v = v?;
+        Some((
+            v.iter().cloned().fold(f64::INFINITY, f64::min),
+            v.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+        ))
+    };
+    let ok4 = match (
+        tier(&["switch_rr_simple", "switch_jsq"]),
+        tier(&["switch_random", "host_spray"]),
+        tier(&["host_dr", "ofan"]),
+    ) {
+        (Some(lin), Some(sqrt), Some(flat)) => Some(lin.0 > sqrt.1 && sqrt.0 > flat.1),
+        _ => None,
+    };
+    let _ = writeln!(
+        o,
+        "4. Queue growth with message length: Theta(m) for plain RR and JSQ > Theta(sqrt m) for random and spraying > Theta(1) for host_dr and ofan (judged on the ordering of the fitted slopes): {}\n{lines4}   (slopes approach the study's values only for m well above the path's bandwidth-delay product)",
+        verdict(ok4)
+    );
+
+    // 5: host_dr weak for small messages.
+    let msizes = msg
+        .key("workload.message_bytes")
+        .map(|k| msg.values_of(k))
+        .unwrap_or_default();
+    let at_m = |sch: &str, m: &str| {
+        mean(&msg, |r| {
+            text(r, "scheme") == sch && val(&msg, r, "workload.message_bytes") == m
+        })
+    };
+    let small_m = msizes.first().cloned().unwrap_or_default();
+    let (dr, of, hs) = (
+        at_m("host_dr", &small_m),
+        at_m("ofan", &small_m),
+        at_m("host_spray", &small_m),
+    );
+    let ok5 = match (dr, of, hs) {
+        (Some(d), Some(f), Some(h)) => Some(d > f && d > h),
+        _ => None,
+    };
+    let _ = writeln!(
+        o,
+        "5. Host DR is weak for small messages ({small_m} B): {}\n   host_dr {}, ofan {}, host_spray {}\n   (Ofan's edge growing with host count needs runs at several scales: not measured here)\n",
+        verdict(ok5),
+        f3(dr),
+        f3(of),
+        f3(hs)
+    );
+
+    // 6: small buffer, switch adaptive against host adaptive.
+    let bsizes = buf
+        .key("topology.buffer_bytes")
+        .map(|k| buf.values_of(k))
+        .unwrap_or_default();
+    let mut lines6 = String::new();
+    let mut ok6 = None;
+    for (i, b) in bsizes.iter().enumerate() {
+        let at = |sch: &str| {
+            mean(&buf, |r| {
+                text(r, "scheme") == sch && val(&buf, r, "topology.buffer_bytes") == *b
+            })
+        };
+        let (ar, reps) = (at("switch_ar"), at("reps"));
+        let _ = writeln!(
+            lines6,
+            "   buffer {b} B: switch_ar {}, reps {}",
+            f3(ar),
+            f3(reps)
+        );
+        if i == 0 {
+            ok6 = ar.zip(reps).map(|(a, r)| a < r);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "6. With a small buffer (about 20 packets) switch adaptive spraying can beat host adaptive in permutation (judged at the smallest buffer): {}\n{lines6}",
+        verdict(ok6)
+    );
+
+    // 7: larger messages shrink the gaps between schemes.
+    let mut spreads = Vec::new();
+    for m in &msizes {
+        let v: Vec<f64> = SENSITIVITY_SCHEMES
+            .iter()
+            .filter(|s| gran(s) == "packet")
+            .filter_map(|s| at_m(s, m))
+            .collect();
+        if let Some((_, lo, hi)) = report::stats(&v) {
+            spreads.push((m.clone(), hi - lo));
+        }
+    }
+    let ok7 = (spreads.len() >= 2 && spreads.len() == msizes.len())
+        .then(|| spreads[spreads.len() - 1].1 < spreads[0].1);
+    let _ = writeln!(
+        o,
+        "7. Larger messages shrink the gaps between packet schemes (max - min CCT/bound): {}\n   {}\n",
+        verdict(ok7),
+        spreads
+            .iter()
+            .map(|(m, s)| format!("{m} B: {s:.3}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    o.push_str(
+        "8. Best payload for O(1)-queue schemes: not measured (no payload-size experiment).\n",
+    );
+    o.push_str("9. Under MSwift congestion control: not measured (lbsim's transport is the idealized constant rate).\n");
+    o.push_str("10. Llama-3 405B training: not measured (no training trace).\n");
+    o.push_str("Failure-rate sweep (04-failure-rate): see the report's failure figures.\n");
+    Ok(o)
+}
+
+fn first_schemes(s: &SweepData) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in &s.runs {
+        let n = text(r, "scheme");
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    v
+}

@@ -1,0 +1,111 @@
+//! `lbsim report`: a self-contained HTML page with every expected figure, deterministic. The
+//! browser check (headless Chromium, console errors, screenshot) is .ci/report-test.sh.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn lbsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args(args)
+        .output()
+        .expect("lbsim runs")
+}
+
+fn ok(o: &Output) {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lbsim-report-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn report_has_every_figure_and_fetches_nothing() {
+    let d = tmpdir("figs");
+    let q = d.join("q.toml");
+    std::fs::write(
+        &q,
+        "seeds = 2\n[base.topology]\nk = 4\nbuffer_bytes = 100000000\n[grid]\n\"load_balancing.scheme\" = [\"host_spray\", \"ofan\"]\n\"workload.message_bytes\" = [65536, 262144, 1048576]\n",
+    )
+    .unwrap();
+    let g = d.join("g.toml");
+    std::fs::write(
+        &g,
+        "[base.topology]\nk = 4\n[base.workload]\nmessage_bytes = 65536\n[[base.failures]]\nkind = \"down\"\nlink = \"tor:0-agg:0\"\n[grid]\n\"load_balancing.scheme\" = [\"reps\", \"switch_ar\"]\n\"failure.convergence_us\" = [0, 50, \"unset\"]\n",
+    )
+    .unwrap();
+    let res = d.join("res");
+    for (f, name) in [(&q, "queue"), (&g, "fail")] {
+        ok(&lbsim(&[
+            "sweep",
+            f.to_str().unwrap(),
+            "--out",
+            res.join(name).to_str().unwrap(),
+        ]));
+    }
+    let html_path = d.join("report.html");
+    ok(&lbsim(&[
+        "report",
+        res.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    for id in [
+        "lbsim-version",
+        "fig-cct-queue-permutation",
+        "fig-fct-queue-permutation-0",
+        "fig-queue-queue-permutation-0",
+        "table-slopes-queue-permutation-0",
+        "table-raw-queue",
+        "scenario-queue",
+        "fig-cct-fail-permutation",
+        "fig-failure-fail-failure-convergence-us-permutation",
+        "table-raw-fail",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
+    }
+    assert!(html.contains("never"), "unset G is labelled never");
+    assert!(html.contains("slope"));
+    for bad in ["http://", "https://", "<link", "<img", "src="] {
+        assert!(
+            !html.contains(bad),
+            "report must be self-contained: found {bad}"
+        );
+    }
+    // Deterministic: the same results give the same bytes.
+    let again = d.join("again.html");
+    ok(&lbsim(&[
+        "report",
+        res.to_str().unwrap(),
+        "-o",
+        again.to_str().unwrap(),
+    ]));
+    assert_eq!(html, std::fs::read_to_string(&again).unwrap());
+    // One sweep directory alone works too.
+    ok(&lbsim(&[
+        "report",
+        res.join("fail").to_str().unwrap(),
+        "-o",
+        again.to_str().unwrap(),
+    ]));
+}
+
+#[test]
+fn report_of_a_non_sweep_directory_fails_clearly() {
+    let d = tmpdir("bad");
+    let o = lbsim(&[
+        "report",
+        d.to_str().unwrap(),
+        "-o",
+        d.join("r.html").to_str().unwrap(),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("no sweep results") && !e.contains("panicked"),
+        "{e}"
+    );
+}
