@@ -1,6 +1,7 @@
 //! The `lbsim` command line: runs scenarios, compares schemes, and writes results.
 
 mod bench;
+mod export;
 mod output;
 mod paper;
 mod queue_scaling;
@@ -61,6 +62,8 @@ enum Cmd {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// Write the scenario's generated workload (flows and triggers) as an htsim connection matrix.
+    ExportCm(export::ExportArgs),
     /// List load-balancing schemes, workloads and topologies.
     List,
     /// Describe the scenario's topology; with --links, name every link.
@@ -164,6 +167,7 @@ fn real_main(cli: Cli) -> Result<()> {
             out,
             jobs,
         } => compare(&scenario, schemes, out.as_deref(), jobs),
+        Cmd::ExportCm(a) => export::main(a),
         Cmd::List => {
             print!("{}", output::list());
             Ok(())

@@ -28,7 +28,23 @@ pub fn write_run(dir: &Path, res: &RunOutput) -> Result<()> {
     }
     let csv = w.into_inner().context("csv")?;
     write_atomic(&dir.join("flows.csv"), &csv)?;
-    let mut json = serde_json::to_vec_pretty(&res.summary)?;
+    let mut value = serde_json::to_value(&res.summary)?;
+    if !res.collectives.is_empty() {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for r in &res.collectives.collectives {
+            w.serialize(r)?;
+        }
+        let csv = w.into_inner().context("csv")?;
+        write_atomic(&dir.join("collectives.csv"), &csv)?;
+        // A section of its own: summary.json's other fields stay as they are.
+        if let serde_json::Value::Object(m) = &mut value {
+            m.insert(
+                "collectives".into(),
+                serde_json::to_value(&res.collectives)?,
+            );
+        }
+    }
+    let mut json = serde_json::to_vec_pretty(&value)?;
     json.push(b'\n');
     write_atomic(&dir.join("summary.json"), &json)?;
     Ok(())
@@ -129,8 +145,16 @@ pub fn list() -> String {
         "  all_to_all         every ordered pair of hosts exchanges workload.message_bytes\n",
     );
     o.push_str(
-        "  connection_matrix  htsim connection-matrix file at workload.path (start times in ps)\n",
+        "  connection_matrix  htsim connection-matrix file at workload.path (start times in ps, triggers)\n",
     );
+    o.push_str(
+        "  ring_allreduce     ring reduce-scatter then all-gather over workload.group_size ranks\n",
+    );
+    o.push_str("  ring_reduce_scatter, ring_allgather   one half of the ring\n");
+    o.push_str(
+        "  halving_doubling_allreduce   recursive halving then doubling (power-of-two group)\n",
+    );
+    o.push_str("  fsdp               FSDP training: per layer all-gather, compute, reduce-scatter (workload.model)\n");
     o.push_str("topologies (topology.kind):\n");
     o.push_str("  fat_tree           3-tier k-ary fat-tree (topology.k even): k^3/4 hosts\n");
     o.push_str(

@@ -28,10 +28,13 @@ pub use stats::{FlowRecord, Summary};
 pub struct RunOutput {
     pub summary: Summary,
     pub flows: Vec<FlowRecord>,
+    /// Per-job, per-iteration and per-collective results (empty for traces).
+    pub collectives: stats::collectives::CollectiveReport,
 }
 
 /// Builds, runs and summarizes one scenario, filling in the wall-clock fields.
 pub fn run(sc: Scenario) -> RunOutput {
+    let labels = sc.labels.clone();
     let t0 = std::time::Instant::now();
     let mut sim = Simulation::new(sc);
     sim.run();
@@ -43,8 +46,10 @@ pub fn run(sc: Scenario) -> RunOutput {
     } else {
         0.0
     };
+    let flows = sim.flow_records();
     RunOutput {
         summary,
-        flows: sim.flow_records(),
+        collectives: stats::collectives::report(&labels, &flows),
+        flows,
     }
 }

@@ -361,6 +361,12 @@ pub enum WorkloadKind {
     Permutation,
     AllToAll,
     ConnectionMatrix,
+    RingAllreduce,
+    RingReduceScatter,
+    RingAllgather,
+    HalvingDoublingAllreduce,
+    /// FSDP training: per layer an all-gather, compute, then a reduce-scatter.
+    Fsdp,
 }
 
 impl WorkloadKind {
@@ -369,8 +375,23 @@ impl WorkloadKind {
             WorkloadKind::Permutation => "permutation",
             WorkloadKind::AllToAll => "all_to_all",
             WorkloadKind::ConnectionMatrix => "connection_matrix",
+            WorkloadKind::RingAllreduce => "ring_allreduce",
+            WorkloadKind::RingReduceScatter => "ring_reduce_scatter",
+            WorkloadKind::RingAllgather => "ring_allgather",
+            WorkloadKind::HalvingDoublingAllreduce => "halving_doubling_allreduce",
+            WorkloadKind::Fsdp => "fsdp",
         }
     }
+}
+
+/// `workload.all_to_all_algorithm`
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllToAllAlgorithm {
+    /// Every pair at once.
+    Direct,
+    /// n-1 rounds; in round i rank r sends to r+i once its previous round is complete.
+    Pairwise,
 }
 
 /// `[workload]`
@@ -383,6 +404,45 @@ pub struct WorkloadConfig {
     /// Connection-matrix file (htsim's format); relative paths resolve against the scenario
     /// file's directory.
     pub path: Option<PathBuf>,
+    /// Collectives and fsdp: ranks per group (default: every GPU of the hosts from first_host
+    /// on, divided among the groups).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<u32>,
+    /// Collectives and fsdp: independent groups running side by side (1), placed one after
+    /// another in placement order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<u32>,
+    /// Collectives and fsdp: ranks (GPUs) per host, sharing its one NIC (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_per_host: Option<u32>,
+    /// Collectives and fsdp: `linear`, `random` or `per_tor` (linear).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<workload::collective::Placement>,
+    /// Linear placement: index of the first host used (0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_host: Option<u32>,
+    /// all_to_all: `direct` or `pairwise` (direct).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_to_all_algorithm: Option<AllToAllAlgorithm>,
+    /// fsdp: preset `llama3_7b`, `llama3_70b` or `llama3_405b`; the keys below override it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// fsdp: layers per iteration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layers: Option<u32>,
+    /// fsdp: bytes of one layer's weights (FP8: one per parameter), all-gathered and
+    /// reduce-scattered once per layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer_bytes: Option<u64>,
+    /// fsdp: compute time per layer in microseconds, between its all-gather and reduce-scatter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_us_per_layer: Option<f64>,
+    /// Collectives and fsdp: back-to-back repetitions (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// Start time in microseconds (0); the usual way to stagger `[[jobs]]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_us: Option<f64>,
 }
 
 impl Default for WorkloadConfig {
@@ -391,7 +451,63 @@ impl Default for WorkloadConfig {
             kind: WorkloadKind::Permutation,
             message_bytes: 2 * 1024 * 1024,
             path: None,
+            group_size: None,
+            groups: None,
+            gpus_per_host: None,
+            placement: None,
+            first_host: None,
+            all_to_all_algorithm: None,
+            model: None,
+            layers: None,
+            layer_bytes: None,
+            compute_us_per_layer: None,
+            iterations: None,
+            start_us: None,
         }
+    }
+}
+
+impl WorkloadConfig {
+    /// Every optional key, as named in `[workload]`.
+    pub const OPTION_KEYS: &'static [&'static str] = &[
+        "path",
+        "group_size",
+        "groups",
+        "gpus_per_host",
+        "placement",
+        "first_host",
+        "all_to_all_algorithm",
+        "model",
+        "layers",
+        "layer_bytes",
+        "compute_us_per_layer",
+        "iterations",
+        "start_us",
+    ];
+
+    /// The optional keys that are set, in `OPTION_KEYS` order.
+    pub fn given_options(&self) -> Vec<&'static str> {
+        let set = [
+            self.path.is_some(),
+            self.group_size.is_some(),
+            self.groups.is_some(),
+            self.gpus_per_host.is_some(),
+            self.placement.is_some(),
+            self.first_host.is_some(),
+            self.all_to_all_algorithm.is_some(),
+            self.model.is_some(),
+            self.layers.is_some(),
+            self.layer_bytes.is_some(),
+            self.compute_us_per_layer.is_some(),
+            self.iterations.is_some(),
+            self.start_us.is_some(),
+        ];
+        Self::OPTION_KEYS
+            .iter()
+            .zip(set)
+            .filter(|(_, s)| *s)
+            .map(|(k, _)| *k)
+            .collect()
     }
 }
 
@@ -414,6 +530,10 @@ pub struct ScenarioFile {
     /// `[[failures]]`: links that go down, degrade or turn flaky.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<FailureSpec>,
+    /// `[[jobs]]`: several workloads sharing the fabric, each with `[workload]`'s keys (its own
+    /// placement and `start_us`); when present it replaces `[workload]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<WorkloadConfig>,
 }
 
 fn is_default<T: Default + PartialEq>(t: &T) -> bool {
@@ -432,6 +552,7 @@ impl Default for ScenarioFile {
             workload: WorkloadConfig::default(),
             failure: FailureConfig::default(),
             failures: Vec::new(),
+            jobs: Vec::new(),
         }
     }
 }
@@ -592,6 +713,8 @@ pub struct Scenario {
     pub flows: Vec<FlowSpec>,
     /// How flows wait on each other (empty for single-shot workloads).
     pub deps: Dependencies,
+    /// Which flows belong to which job and collective (empty for traces).
+    pub labels: workload::collective::Labels,
     pub ecn_threshold_bytes: u64,
     /// The run stops here (`end_time_us`; with failures and no cap, 20 x the lower bound, so
     /// a flow pinned to a dead path cannot run forever).
@@ -748,7 +871,19 @@ impl Scenario {
             "needs at least two hosts",
         )?;
         let ecn = t.ecn_threshold_bytes.unwrap_or(t.buffer_bytes / 5);
-        let workload::Workload { flows, deps } = workload::generate(&file, &topology, origin)?;
+        let workload::Workload {
+            flows,
+            deps,
+            mut labels,
+        } = workload::generate(&file, &topology, origin)?;
+        let sizes = bound::Sizes {
+            mss: file.packet.payload_bytes,
+            header: file.packet.header_bytes,
+            ack: file.packet.ack_bytes,
+        };
+        for c in &mut labels.collectives {
+            c.bound = crate::stats::collectives::bound(&topology, &flows, &deps, &c.flows, sizes);
+        }
         let failures = failure::resolve(&file.failures, &topology, file.seed, origin)?;
         let convergence = match file.failure.convergence_us {
             None => None,
@@ -791,6 +926,7 @@ impl Scenario {
             topology,
             flows,
             deps,
+            labels,
             ecn_threshold_bytes: ecn,
             end_time,
             failures,

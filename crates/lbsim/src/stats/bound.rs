@@ -35,7 +35,7 @@ fn min_packet(size: u64, s: Sizes) -> u64 {
 }
 
 /// The time for a lone packet to cross the path beyond the first link, plus propagation.
-fn path_tail(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
+pub(crate) fn path_tail(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
     let p = topo.path(f.src, f.dst);
     let pkt = min_packet(f.size_bytes, s);
     p.rates[1..]

@@ -1,6 +1,7 @@
 //! Results: per-flow records, the run summary (the JSON contract), and lower bounds.
 
 pub mod bound;
+pub mod collectives;
 
 use serde::Serialize;
 

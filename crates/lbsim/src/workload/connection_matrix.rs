@@ -1,23 +1,33 @@
-//! Import of htsim's connection-matrix text format:
+//! Import and export of htsim's connection-matrix text format:
 //!
 //! ```text
 //! Nodes 16
-//! Connections 2
+//! Connections 3
+//! Triggers 1
 //! # comment
-//! 0->5 id 1 start 0 size 2097152
-//! 3->1 id 2 start 1000000 size 65536
+//! 0->5 id 1 start 0 size 2097152 recv_done_trigger 1
+//! 3->1 id 2 start 1000000 size 65536 recv_done_trigger 1
+//! 5->3 id 3 trigger 1 size 65536
+//! trigger id 1 barrier count 2
 //! ```
-//! Start times are picoseconds. Triggers (`Triggers`, `trigger`, `send_done_trigger`,
-//! `recv_done_trigger`) and `Failures` are not supported yet and are rejected with a clear error.
+//! Start times are picoseconds. A flow with `trigger TID` waits for that trigger (its `start`
+//! is ignored); `recv_done_trigger TID` activates a trigger when the flow's receiver holds the
+//! whole message, `send_done_trigger TID` when its sender learns so. Triggers are `oneshot`
+//! (fires on the first activation), `multishot` (fires on every activation) or `barrier`
+//! (fires once after `count N` activations; default: as many as feed it). lbsim extensions:
+//! a trigger line may add `delay PS` (its targets start that much later), and a flow may name
+//! several triggers of each kind. `Failures` is not supported.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
 
-use super::FlowSpec;
+use super::{Dependencies, FlowSpec, Trigger};
 use crate::ids::HostId;
 use crate::scenario::ConfigError;
 use crate::time::SimTime;
 
-pub fn load(path: &Path, hosts: u32) -> Result<Vec<FlowSpec>, ConfigError> {
+pub fn load(path: &Path, hosts: u32) -> Result<(Vec<FlowSpec>, Dependencies), ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
         path: path.display().to_string(),
         msg: format!("cannot read connection matrix: {e}"),
@@ -25,8 +35,23 @@ pub fn load(path: &Path, hosts: u32) -> Result<Vec<FlowSpec>, ConfigError> {
     parse(&text, &path.display().to_string(), hosts)
 }
 
+/// A trigger reference on a flow line: (trigger id, line).
+type Refs = Vec<(u64, usize)>;
+
+#[derive(Default)]
+struct FlowRefs {
+    gate: Refs,
+    recv: Refs,
+    send: Refs,
+    line: usize,
+}
+
 /// Parses connection-matrix `text`; `name` is used in error messages.
-pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, ConfigError> {
+pub fn parse(
+    text: &str,
+    name: &str,
+    hosts: u32,
+) -> Result<(Vec<FlowSpec>, Dependencies), ConfigError> {
     let err = |line: usize, msg: String| ConfigError::Trace {
         path: name.to_string(),
         line,
@@ -34,8 +59,12 @@ pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, Config
     };
     let mut nodes: Option<u32> = None;
     let mut connections: Option<(usize, usize)> = None;
+    let mut trigger_count: Option<(usize, usize)> = None;
     let mut flows = Vec::new();
+    let mut refs: Vec<FlowRefs> = Vec::new();
     let mut ids = std::collections::BTreeSet::new();
+    // Trigger id -> (index, line, kind, count, delay).
+    let mut trig: BTreeMap<u64, (usize, usize, &str, Option<u64>, u64)> = BTreeMap::new();
     for (i, raw) in text.lines().enumerate() {
         let ln = i + 1;
         let line = raw.split('#').next().unwrap_or("").trim();
@@ -45,7 +74,7 @@ pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, Config
         let toks: Vec<&str> = line.split_whitespace().collect();
         match toks[0] {
             "Nodes" => {
-                let n = number(&toks, 1, ln, "Nodes").map_err(|m| err(ln, m))?;
+                let n = number(&toks, 1, "Nodes").map_err(|m| err(ln, m))?;
                 if n > hosts as u64 {
                     return Err(err(
                         ln,
@@ -56,17 +85,59 @@ pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, Config
                 continue;
             }
             "Connections" => {
-                let n = number(&toks, 1, ln, "Connections").map_err(|m| err(ln, m))?;
+                let n = number(&toks, 1, "Connections").map_err(|m| err(ln, m))?;
                 connections = Some((n as usize, ln));
                 continue;
             }
-            "Triggers" | "Failures" => {
-                return Err(err(
-                    ln,
-                    format!("`{}` is not yet supported by lbsim", toks[0]),
-                ))
+            "Triggers" => {
+                let n = number(&toks, 1, "Triggers").map_err(|m| err(ln, m))?;
+                trigger_count = Some((n as usize, ln));
+                continue;
             }
-            "trigger" => return Err(err(ln, "trigger lines are not yet supported".into())),
+            "Failures" => return Err(err(ln, "`Failures` is not yet supported by lbsim".into())),
+            "trigger" => {
+                if toks.get(1) != Some(&"id") {
+                    return Err(err(
+                        ln,
+                        "expected `trigger id K oneshot|multishot|barrier`".into(),
+                    ));
+                }
+                let id = number(&toks, 2, "id").map_err(|m| err(ln, m))?;
+                let kind = match toks.get(3).copied() {
+                    Some(k @ ("oneshot" | "multishot" | "barrier")) => k,
+                    other => {
+                        return Err(err(
+                            ln,
+                            format!(
+                                "trigger type must be oneshot, multishot or barrier, found `{}`",
+                                other.unwrap_or("")
+                            ),
+                        ))
+                    }
+                };
+                let (mut count, mut delay) = (None, 0);
+                let mut k = 4;
+                while k < toks.len() {
+                    let v = number(&toks, k + 1, toks[k]).map_err(|m| err(ln, m))?;
+                    match toks[k] {
+                        "count" if kind != "oneshot" && v >= 1 => count = Some(v),
+                        "count" => {
+                            return Err(err(
+                                ln,
+                                "`count` must be at least 1 and is not for oneshot triggers".into(),
+                            ))
+                        }
+                        "delay" => delay = v,
+                        other => return Err(err(ln, format!("unknown trigger field `{other}`"))),
+                    }
+                    k += 2;
+                }
+                let idx = trig.len();
+                if trig.insert(id, (idx, ln, kind, count, delay)).is_some() {
+                    return Err(err(ln, format!("duplicate trigger id {id}")));
+                }
+                continue;
+            }
             _ => {}
         }
         let (s, d) = toks[0]
@@ -91,10 +162,14 @@ pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, Config
         }
         let mut size = None;
         let mut start = 0u64;
+        let mut r = FlowRefs {
+            line: ln,
+            ..FlowRefs::default()
+        };
         let mut k = 1;
         while k < toks.len() {
             let key = toks[k];
-            let val = number(&toks, k + 1, ln, key).map_err(|m| err(ln, m))?;
+            let val = number(&toks, k + 1, key).map_err(|m| err(ln, m))?;
             match key {
                 "id" => {
                     if !ids.insert(val) {
@@ -103,9 +178,9 @@ pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, Config
                 }
                 "start" => start = val,
                 "size" => size = Some(val),
-                "trigger" | "send_done_trigger" | "recv_done_trigger" => {
-                    return Err(err(ln, format!("`{key}` is not yet supported by lbsim")))
-                }
+                "trigger" => r.gate.push((val, ln)),
+                "recv_done_trigger" => r.recv.push((val, ln)),
+                "send_done_trigger" => r.send.push((val, ln)),
                 other => return Err(err(ln, format!("unknown field `{other}`"))),
             }
             k += 2;
@@ -120,6 +195,7 @@ pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, Config
             size_bytes: size,
             start: SimTime(start),
         });
+        refs.push(r);
     }
     if let Some((n, ln)) = connections {
         if n != flows.len() {
@@ -132,13 +208,182 @@ pub fn parse(text: &str, name: &str, hosts: u32) -> Result<Vec<FlowSpec>, Config
             ));
         }
     }
+    if let Some((n, ln)) = trigger_count {
+        if n != trig.len() {
+            return Err(err(
+                ln,
+                format!("header says {n} triggers but {} were defined", trig.len()),
+            ));
+        }
+    }
     if flows.is_empty() {
         return Err(err(0, "no connections".into()));
     }
-    Ok(flows)
+    let deps = resolve_triggers(&flows, &refs, &trig, &err)?;
+    Ok((flows, deps))
 }
 
-fn number(toks: &[&str], i: usize, _ln: usize, key: &str) -> Result<u64, String> {
+type TrigDefs<'a> = BTreeMap<u64, (usize, usize, &'a str, Option<u64>, u64)>;
+
+/// Turns trigger references into [`Dependencies`]; rejects undefined ids, triggers that can
+/// never fire, and cycles.
+fn resolve_triggers(
+    flows: &[FlowSpec],
+    refs: &[FlowRefs],
+    trig: &TrigDefs,
+    err: &dyn Fn(usize, String) -> ConfigError,
+) -> Result<Dependencies, ConfigError> {
+    if trig.is_empty()
+        && refs
+            .iter()
+            .all(|r| r.gate.is_empty() && r.recv.is_empty() && r.send.is_empty())
+    {
+        return Ok(Dependencies::default());
+    }
+    let n = flows.len();
+    let mut triggers = vec![Trigger::default(); trig.len()];
+    let mut lines = vec![0; trig.len()];
+    for &(idx, ln, kind, _, delay) in trig.values() {
+        triggers[idx].multishot = kind == "multishot";
+        triggers[idx].delay = SimTime(delay);
+        lines[idx] = ln;
+    }
+    let lookup = |(id, ln): (u64, usize)| -> Result<u32, ConfigError> {
+        trig.get(&id)
+            .map(|t| t.0 as u32)
+            .ok_or_else(|| err(ln, format!("undefined trigger id {id}")))
+    };
+    let mut deps = Dependencies {
+        on_recv_done: vec![Vec::new(); n],
+        on_send_done: vec![Vec::new(); n],
+        gated: vec![false; n],
+        ..Dependencies::default()
+    };
+    let mut feeders = vec![0u64; trig.len()];
+    for (f, r) in refs.iter().enumerate() {
+        for &g in &r.gate {
+            let t = lookup(g)?;
+            triggers[t as usize].targets.push(f as u32);
+            deps.gated[f] = true;
+        }
+        for &x in &r.recv {
+            let t = lookup(x)?;
+            deps.on_recv_done[f].push(t);
+            feeders[t as usize] += 1;
+        }
+        for &x in &r.send {
+            let t = lookup(x)?;
+            deps.on_send_done[f].push(t);
+            feeders[t as usize] += 1;
+        }
+    }
+    for (&id, &(idx, ln, kind, count, _)) in trig {
+        let needed = match (kind, count) {
+            (_, Some(c)) => c,
+            ("barrier", None) => feeders[idx].max(1),
+            _ => 1,
+        };
+        if needed > feeders[idx] && !triggers[idx].targets.is_empty() {
+            return Err(err(
+                ln,
+                format!(
+                    "trigger {id} needs {needed} activation(s) but only {} flow field(s) feed it",
+                    feeders[idx]
+                ),
+            ));
+        }
+        triggers[idx].needed = needed as u32;
+    }
+    // A cycle among flows (f's completion feeds a trigger that starts g) would never start.
+    let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (f, out) in succ.iter_mut().enumerate() {
+        for &t in deps.on_recv_done[f].iter().chain(&deps.on_send_done[f]) {
+            out.extend_from_slice(&triggers[t as usize].targets);
+        }
+    }
+    let mut indeg = vec![0u32; n];
+    for s in &succ {
+        for &g in s {
+            indeg[g as usize] += 1;
+        }
+    }
+    let mut stack: Vec<usize> = (0..n).filter(|&f| indeg[f] == 0).collect();
+    let mut seen = 0;
+    while let Some(f) = stack.pop() {
+        seen += 1;
+        for &g in &succ[f] {
+            indeg[g as usize] -= 1;
+            if indeg[g as usize] == 0 {
+                stack.push(g as usize);
+            }
+        }
+    }
+    if seen < n {
+        let f = (0..n)
+            .find(|&f| indeg[f] > 0)
+            .expect("a flow on or after a cycle");
+        return Err(err(
+            refs[f].line,
+            "trigger cycle: this flow waits, through triggers, on its own completion".into(),
+        ));
+    }
+    deps.triggers = triggers;
+    Ok(deps.normalized())
+}
+
+/// Writes flows and their dependencies in the format [`parse`] reads (flow and trigger ids
+/// count from 1).
+pub fn write(flows: &[FlowSpec], deps: &Dependencies, nodes: u32) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "Nodes {nodes}");
+    let _ = writeln!(o, "Connections {}", flows.len());
+    if !deps.triggers.is_empty() {
+        let _ = writeln!(o, "Triggers {}", deps.triggers.len());
+    }
+    let mut gates: Vec<Vec<u32>> = vec![Vec::new(); flows.len()];
+    for (t, tr) in deps.triggers.iter().enumerate() {
+        for &f in &tr.targets {
+            gates[f as usize].push(t as u32 + 1);
+        }
+    }
+    for (i, f) in flows.iter().enumerate() {
+        let _ = write!(o, "{}->{} id {}", f.src.0, f.dst.0, i + 1);
+        if deps.gated(i) {
+            for t in &gates[i] {
+                let _ = write!(o, " trigger {t}");
+            }
+        } else {
+            let _ = write!(o, " start {}", f.start.ps());
+        }
+        let _ = write!(o, " size {}", f.size_bytes);
+        for t in deps.on_send_done.get(i).into_iter().flatten() {
+            let _ = write!(o, " send_done_trigger {}", t + 1);
+        }
+        for t in deps.on_recv_done.get(i).into_iter().flatten() {
+            let _ = write!(o, " recv_done_trigger {}", t + 1);
+        }
+        o.push('\n');
+    }
+    for (t, tr) in deps.triggers.iter().enumerate() {
+        let _ = write!(o, "trigger id {}", t + 1);
+        match (tr.multishot, tr.needed) {
+            (true, n) => {
+                let _ = write!(o, " multishot count {n}");
+            }
+            (false, 1) => o.push_str(" oneshot"),
+            (false, n) => {
+                let _ = write!(o, " barrier count {n}");
+            }
+        }
+        if tr.delay > SimTime::ZERO {
+            let _ = write!(o, " delay {}", tr.delay.ps());
+        }
+        o.push('\n');
+    }
+    o
+}
+
+fn number(toks: &[&str], i: usize, key: &str) -> Result<u64, String> {
     let t = toks
         .get(i)
         .ok_or_else(|| format!("`{key}` needs a value"))?;
@@ -150,39 +395,101 @@ fn number(toks: &[&str], i: usize, _ln: usize, key: &str) -> Result<u64, String>
 mod tests {
     use super::*;
 
+    fn p(t: &str, name: &str) -> Result<Vec<FlowSpec>, ConfigError> {
+        parse(t, name, 4).map(|x| x.0)
+    }
+
     #[test]
     fn parses_flows_and_comments() {
         let t = "Nodes 4\nConnections 2\n# hi\n0->1 id 7 start 100 size 4096\n2->3 id 8 size 10 # tail\n";
-        let f = parse(t, "x.cm", 4).unwrap();
+        let (f, d) = parse(t, "x.cm", 4).unwrap();
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].start, SimTime(100));
         assert_eq!(f[1].size_bytes, 10);
         assert_eq!(f[1].dst, HostId(3));
+        assert!(d.is_empty() && d.gated.is_empty());
+    }
+
+    #[test]
+    fn parses_triggers() {
+        let t = "Nodes 4\nConnections 3\nTriggers 2\n0->1 id 1 size 8 recv_done_trigger 5\n\
+                 2->3 id 2 size 8 recv_done_trigger 5 send_done_trigger 9\n\
+                 1->2 id 3 trigger 5 size 8\ntrigger id 9 oneshot\ntrigger id 5 barrier delay 7\n";
+        let (f, d) = parse(t, "t.cm", 4).unwrap();
+        assert_eq!(f.len(), 3);
+        assert_eq!(d.gated, [false, false, true]);
+        // Trigger indices follow definition order: id 9 is 0, id 5 is 1.
+        assert_eq!(d.on_recv_done, [vec![1], vec![1], vec![]]);
+        assert_eq!(d.on_send_done, [vec![], vec![0], vec![]]);
+        let b = &d.triggers[1];
+        assert_eq!(
+            (b.needed, b.multishot, b.delay, &b.targets[..]),
+            (2, false, SimTime(7), &[2u32][..])
+        );
+        assert_eq!(d.triggers[0].needed, 1);
     }
 
     #[test]
     fn errors_name_file_and_line() {
-        let e = parse("Nodes 4\n0->9 id 1 size 5\n", "a.cm", 4)
+        let e = p("Nodes 4\n0->9 id 1 size 5\n", "a.cm")
             .unwrap_err()
             .to_string();
         assert!(
             e.starts_with("a.cm:2:") && e.contains("out of range"),
             "{e}"
         );
-        let e = parse("0->1 id 1 trigger 3 size 4\n", "b.cm", 4)
+        let e = p("0->1 id 1 trigger 3 size 4\n", "b.cm")
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("b.cm:1") && e.contains("not yet supported"),
+            e.contains("b.cm:1") && e.contains("undefined trigger id 3"),
             "{e}"
         );
-        let e = parse("Nodes 4\nConnections 3\n0->1 size 4\n", "c.cm", 4)
+        let e = p("Nodes 4\nConnections 3\n0->1 size 4\n", "c.cm")
             .unwrap_err()
             .to_string();
         assert!(e.contains("c.cm:2"), "{e}");
-        let e = parse("0->1 size x\n", "d.cm", 4).unwrap_err().to_string();
+        let e = p("0->1 size x\n", "d.cm").unwrap_err().to_string();
         assert!(e.contains("d.cm:1") && e.contains("integer"), "{e}");
-        let e = parse("Nodes 400\n", "e.cm", 4).unwrap_err().to_string();
+        let e = p("Nodes 400\n", "e.cm").unwrap_err().to_string();
         assert!(e.contains("only 4 hosts"), "{e}");
+        let e = p(
+            "0->1 size 4 recv_done_trigger 1\ntrigger id 1 bogus\n",
+            "f.cm",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("f.cm:2") && e.contains("oneshot, multishot or barrier"),
+            "{e}"
+        );
+        let e = p("0->1 size 4 recv_done_trigger 1\n1->2 trigger 1 size 4\ntrigger id 1 barrier count 2\n", "g.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("g.cm:3") && e.contains("needs 2"), "{e}");
+        let e = p("Triggers 2\n0->1 size 4\ntrigger id 1 oneshot\n", "h.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("h.cm:1") && e.contains("2 triggers"), "{e}");
+    }
+
+    #[test]
+    fn cycles_are_rejected() {
+        // 1 starts 2 starts 1: neither can ever start.
+        let t = "0->1 id 1 trigger 1 size 4 recv_done_trigger 2\n\
+                 1->2 id 2 trigger 2 size 4 recv_done_trigger 1\n\
+                 2->3 id 3 size 4\ntrigger id 1 oneshot\ntrigger id 2 oneshot\n";
+        let e = p(t, "cyc.cm").unwrap_err().to_string();
+        assert!(e.contains("cyc.cm:1") && e.contains("cycle"), "{e}");
+    }
+
+    #[test]
+    fn write_then_parse_round_trips() {
+        let t = "0->1 id 1 start 5 size 8 recv_done_trigger 1\n2->3 id 2 size 9 send_done_trigger 1 recv_done_trigger 2\n\
+                 1->2 id 3 trigger 1 size 8\n3->0 id 4 trigger 2 size 8\ntrigger id 1 barrier count 2 delay 40\ntrigger id 2 multishot\n";
+        let (f, d) = parse(t, "r.cm", 4).unwrap();
+        let w = write(&f, &d, 4);
+        let (f2, d2) = parse(&w, "w.cm", 4).unwrap();
+        assert_eq!((f, d), (f2, d2), "{w}");
     }
 }

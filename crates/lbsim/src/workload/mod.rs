@@ -1,7 +1,10 @@
-//! Workloads: the flows a run starts. `permutation` (a random derangement: every host sends one
-//! message and receives one, standing in for one step of a ring collective), `all_to_all` (every
-//! ordered pair), and `connection_matrix` (htsim's text format).
+//! Workloads: the flows a run starts, and how they wait on each other. `permutation` (a random
+//! derangement: every host sends one message and receives one), `all_to_all` (every ordered
+//! pair), collectives over placed ranks (`collective`: rings, halving-doubling, pairwise
+//! all-to-all, FSDP training), several `[[jobs]]` side by side, and `connection_matrix` (htsim's
+//! text format, with triggers).
 
+pub mod collective;
 pub mod connection_matrix;
 
 use rand::seq::SliceRandom;
@@ -9,8 +12,11 @@ use rand::seq::SliceRandom;
 use crate::ids::HostId;
 use crate::net::Topology;
 use crate::rng::{rng_for, Stream};
-use crate::scenario::{ConfigError, Origin, ScenarioFile, WorkloadKind};
+use crate::scenario::{
+    AllToAllAlgorithm, ConfigError, Origin, ScenarioFile, WorkloadConfig, WorkloadKind,
+};
 use crate::time::SimTime;
+use collective::{Algo, Builder, JobSpec, JobWork, Labels, Placement};
 
 /// One message to move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,13 +61,29 @@ impl Dependencies {
     pub fn gated(&self, flow: usize) -> bool {
         self.gated.get(flow).copied().unwrap_or(false)
     }
+
+    /// The same dependencies with per-flow vectors that say nothing emptied (a canonical form
+    /// for comparisons).
+    pub fn normalized(mut self) -> Dependencies {
+        if self.on_recv_done.iter().all(Vec::is_empty) {
+            self.on_recv_done.clear();
+        }
+        if self.on_send_done.iter().all(Vec::is_empty) {
+            self.on_send_done.clear();
+        }
+        if !self.gated.iter().any(|g| *g) {
+            self.gated.clear();
+        }
+        self
+    }
 }
 
-/// What a workload generates: flows, and how they wait on each other.
+/// What a workload generates: flows, how they wait on each other, and what they belong to.
 #[derive(Clone, Debug, Default)]
 pub struct Workload {
     pub flows: Vec<FlowSpec>,
     pub deps: Dependencies,
+    pub labels: Labels,
 }
 
 pub fn generate(
@@ -69,47 +91,327 @@ pub fn generate(
     topo: &Topology,
     origin: &Origin,
 ) -> Result<Workload, ConfigError> {
-    Ok(Workload {
-        flows: generate_flows(file, topo, origin)?,
-        deps: Dependencies::default(),
-    })
-}
-
-fn generate_flows(
-    file: &ScenarioFile,
-    topo: &Topology,
-    origin: &Origin,
-) -> Result<Vec<FlowSpec>, ConfigError> {
-    let w = &file.workload;
-    let needs_size = matches!(w.kind, WorkloadKind::Permutation | WorkloadKind::AllToAll);
-    if needs_size && w.message_bytes == 0 {
-        return Err(ConfigError::Invalid {
-            origin: origin.name.clone(),
-            key: "workload.message_bytes".into(),
-            msg: "must be positive".into(),
-        });
-    }
-    Ok(match w.kind {
-        WorkloadKind::Permutation => permutation(topo.hosts, w.message_bytes, file.seed),
-        WorkloadKind::AllToAll => all_to_all(topo.hosts, w.message_bytes),
-        WorkloadKind::ConnectionMatrix => {
-            let path = w.path.as_ref().ok_or_else(|| ConfigError::Invalid {
-                origin: origin.name.clone(),
-                key: "workload.path".into(),
-                msg: "connection_matrix needs a path to a .cm file".into(),
+    let err = |key: String, msg: String| ConfigError::Invalid {
+        origin: origin.name.clone(),
+        key,
+        msg,
+    };
+    let jobs: Vec<(String, &WorkloadConfig)> = if file.jobs.is_empty() {
+        vec![("workload".to_string(), &file.workload)]
+    } else {
+        if file.workload != WorkloadConfig::default() {
+            return Err(err(
+                "workload".into(),
+                "`[[jobs]]` replaces `[workload]`: move these settings into a job".into(),
+            ));
+        }
+        (0..file.jobs.len())
+            .map(|i| (format!("jobs.{i}"), &file.jobs[i]))
+            .collect()
+    };
+    let mut b = Builder::default();
+    let mut labels = Labels::default();
+    for (j, (prefix, w)) in jobs.iter().enumerate() {
+        check_keys(w, prefix, origin)?;
+        if w.kind == WorkloadKind::ConnectionMatrix {
+            if !file.jobs.is_empty() {
+                return Err(err(
+                    format!("{prefix}.kind"),
+                    "a connection matrix cannot be one of several `[[jobs]]`".into(),
+                ));
+            }
+            let path = w.path.as_ref().ok_or_else(|| {
+                err(
+                    format!("{prefix}.path"),
+                    "connection_matrix needs a path to a .cm file".into(),
+                )
             })?;
             let path = match (&origin.dir, path.is_relative()) {
                 (Some(dir), true) => dir.join(path),
                 _ => path.clone(),
             };
-            connection_matrix::load(&path, topo.hosts)?
+            let (flows, deps) = connection_matrix::load(&path, topo.hosts)?;
+            return Ok(Workload {
+                flows,
+                deps,
+                labels,
+            });
         }
+        let spec = resolve(w, topo, file.seed, j as u32, prefix, origin)?;
+        let hosts = spec.0;
+        collective::job(
+            &mut b,
+            &mut labels,
+            &JobSpec {
+                job: j as u32,
+                work: spec.1,
+                hosts: &hosts,
+                groups: spec.2,
+                iterations: spec.3,
+                start: spec.4,
+            },
+        );
+    }
+    let (flows, deps) = b.finish();
+    if flows.is_empty() {
+        return Err(err(
+            "workload".into(),
+            "no flow crosses the network (every rank of every group shares one host)".into(),
+        ));
+    }
+    Ok(Workload {
+        flows,
+        deps,
+        labels,
     })
+}
+
+/// The optional keys each kind reads.
+fn keys_for(kind: WorkloadKind) -> &'static [&'static str] {
+    const PLACE: &[&str] = &[
+        "group_size",
+        "groups",
+        "gpus_per_host",
+        "placement",
+        "first_host",
+        "iterations",
+        "start_us",
+    ];
+    match kind {
+        WorkloadKind::Permutation => &["start_us"],
+        WorkloadKind::ConnectionMatrix => &["path"],
+        WorkloadKind::AllToAll => &[
+            "group_size",
+            "groups",
+            "gpus_per_host",
+            "placement",
+            "first_host",
+            "iterations",
+            "start_us",
+            "all_to_all_algorithm",
+        ],
+        WorkloadKind::Fsdp => &[
+            "group_size",
+            "groups",
+            "gpus_per_host",
+            "placement",
+            "first_host",
+            "iterations",
+            "start_us",
+            "model",
+            "layers",
+            "layer_bytes",
+            "compute_us_per_layer",
+        ],
+        _ => PLACE,
+    }
+}
+
+fn check_keys(w: &WorkloadConfig, prefix: &str, origin: &Origin) -> Result<(), ConfigError> {
+    let allowed = keys_for(w.kind);
+    for key in w.given_options() {
+        if !allowed.contains(&key) {
+            let kinds: Vec<&str> = ALL_KINDS
+                .iter()
+                .filter(|k| keys_for(**k).contains(&key))
+                .map(|k| k.name())
+                .collect();
+            return Err(ConfigError::Invalid {
+                origin: origin.name.clone(),
+                key: format!("{prefix}.{key}"),
+                msg: format!(
+                    "applies only to workload kinds {}; kind `{}` takes {}",
+                    kinds.join(", "),
+                    w.kind.name(),
+                    if allowed.is_empty() {
+                        "none".to_string()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+const ALL_KINDS: &[WorkloadKind] = &[
+    WorkloadKind::Permutation,
+    WorkloadKind::AllToAll,
+    WorkloadKind::ConnectionMatrix,
+    WorkloadKind::RingAllreduce,
+    WorkloadKind::RingReduceScatter,
+    WorkloadKind::RingAllgather,
+    WorkloadKind::HalvingDoublingAllreduce,
+    WorkloadKind::Fsdp,
+];
+
+type Resolved = (Vec<u32>, JobWork, u32, u32, SimTime);
+
+/// Validates one job's keys and places its ranks.
+fn resolve(
+    w: &WorkloadConfig,
+    topo: &Topology,
+    seed: u64,
+    job: u32,
+    prefix: &str,
+    origin: &Origin,
+) -> Result<Resolved, ConfigError> {
+    let err = |key: &str, msg: String| ConfigError::Invalid {
+        origin: origin.name.clone(),
+        key: format!("{prefix}.{key}"),
+        msg,
+    };
+    let start = match w.start_us {
+        None => SimTime::ZERO,
+        Some(us) if us.is_finite() && (0.0..1e12).contains(&us) => SimTime::from_us_f64(us),
+        Some(_) => {
+            return Err(err(
+                "start_us",
+                "must be a non-negative number of microseconds".into(),
+            ))
+        }
+    };
+    let iterations = w.iterations.unwrap_or(1);
+    if iterations == 0 {
+        return Err(err("iterations", "must be at least 1".into()));
+    }
+    let needs_size = !matches!(w.kind, WorkloadKind::Fsdp | WorkloadKind::ConnectionMatrix);
+    if needs_size && w.message_bytes == 0 {
+        return Err(err("message_bytes", "must be positive".into()));
+    }
+    if w.kind == WorkloadKind::Permutation {
+        // Every host sends one message to another: drawn as before, kept as one collective.
+        let flows = permutation_stream(topo.hosts, w.message_bytes, seed, job as u64);
+        let hosts: Vec<u32> = flows.iter().map(|f| f.dst.0).collect();
+        return Ok((
+            hosts,
+            JobWork::Collective {
+                algo: Algo::Permutation,
+                bytes: w.message_bytes,
+            },
+            1,
+            1,
+            start,
+        ));
+    }
+    let gpus = w.gpus_per_host.unwrap_or(1);
+    if gpus == 0 {
+        return Err(err("gpus_per_host", "must be at least 1".into()));
+    }
+    let groups = w.groups.unwrap_or(1);
+    if groups == 0 {
+        return Err(err("groups", "must be at least 1".into()));
+    }
+    let first = w.first_host.unwrap_or(0);
+    let placement = w.placement.unwrap_or(Placement::Linear);
+    if w.first_host.is_some() && placement != Placement::Linear {
+        return Err(err(
+            "first_host",
+            "applies only to placement `linear`".into(),
+        ));
+    }
+    if first >= topo.hosts {
+        return Err(err(
+            "first_host",
+            format!("the topology has only {} hosts", topo.hosts),
+        ));
+    }
+    let capacity = (topo.hosts - first) as u64 * gpus as u64;
+    let n = match w.group_size {
+        Some(n) => n as u64,
+        None => capacity / groups as u64,
+    };
+    if n < 2 {
+        return Err(err("group_size", "a group needs at least 2 ranks".into()));
+    }
+    if n * groups as u64 > capacity {
+        return Err(err(
+            "group_size",
+            format!(
+                "{groups} group(s) of {n} ranks exceed the {} hosts x {gpus} GPUs available",
+                topo.hosts - first
+            ),
+        ));
+    }
+    if w.kind == WorkloadKind::HalvingDoublingAllreduce && !n.is_power_of_two() {
+        return Err(err(
+            "group_size",
+            format!("halving_doubling_allreduce needs a power-of-two group, got {n}"),
+        ));
+    }
+    let ranks = (n * groups as u64) as u32;
+    let hosts = collective::place(topo, placement, ranks, gpus, first, seed, job)
+        .map_err(|m| err("group_size", m))?;
+    let work = match w.kind {
+        WorkloadKind::Fsdp => {
+            let base = match &w.model {
+                None => None,
+                Some(m) => Some(collective::preset(m).ok_or_else(|| {
+                    err(
+                        "model",
+                        format!(
+                            "unknown model `{m}`; presets: {}",
+                            collective::preset_names().join(", ")
+                        ),
+                    )
+                })?),
+            };
+            let layers = w.layers.or(base.map(|b| b.layers));
+            let bytes = w.layer_bytes.or(base.map(|b| b.layer_bytes));
+            let compute = match w.compute_us_per_layer {
+                Some(us) if us.is_finite() && (0.0..1e12).contains(&us) => {
+                    Some(SimTime::from_us_f64(us))
+                }
+                Some(_) => {
+                    return Err(err(
+                        "compute_us_per_layer",
+                        "must be a non-negative number of microseconds".into(),
+                    ))
+                }
+                None => base.map(|b| b.compute_per_layer),
+            };
+            let missing = |k: &str| err(k, "fsdp needs it (or a `model` preset)".into());
+            let layers = layers.ok_or_else(|| missing("layers"))?;
+            let layer_bytes = bytes.ok_or_else(|| missing("layer_bytes"))?;
+            let compute = compute.ok_or_else(|| missing("compute_us_per_layer"))?;
+            if layers == 0 {
+                return Err(err("layers", "must be at least 1".into()));
+            }
+            if layer_bytes == 0 {
+                return Err(err("layer_bytes", "must be positive".into()));
+            }
+            JobWork::Fsdp(collective::FsdpModel {
+                layers,
+                layer_bytes,
+                compute_per_layer: compute,
+            })
+        }
+        kind => JobWork::Collective {
+            algo: match kind {
+                WorkloadKind::RingAllreduce => Algo::RingAllreduce,
+                WorkloadKind::RingReduceScatter => Algo::RingReduceScatter,
+                WorkloadKind::RingAllgather => Algo::RingAllgather,
+                WorkloadKind::HalvingDoublingAllreduce => Algo::HalvingDoublingAllreduce,
+                _ => match w.all_to_all_algorithm {
+                    Some(AllToAllAlgorithm::Pairwise) => Algo::AllToAllPairwise,
+                    _ => Algo::AllToAllDirect,
+                },
+            },
+            bytes: w.message_bytes,
+        },
+    };
+    Ok((hosts, work, groups, iterations, start))
 }
 
 /// A uniformly random derangement (no host sends to itself), drawn by rejection.
 pub fn permutation(hosts: u32, size: u64, seed: u64) -> Vec<FlowSpec> {
-    let mut rng = rng_for(seed, Stream::Workload, 0);
+    permutation_stream(hosts, size, seed, 0)
+}
+
+/// As [`permutation`], from workload stream `index` (one per job).
+fn permutation_stream(hosts: u32, size: u64, seed: u64, index: u64) -> Vec<FlowSpec> {
+    let mut rng = rng_for(seed, Stream::Workload, index << 32);
     let mut dst: Vec<u32> = (0..hosts).collect();
     loop {
         dst.shuffle(&mut rng);

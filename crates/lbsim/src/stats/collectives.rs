@@ -1,0 +1,304 @@
+//! Per-collective, per-iteration and per-job results, computed after a run from flow start and
+//! finish times and the generator's labels; and lower bounds per collective.
+//!
+//! Closed forms, with T(x) = wire(x) / B + L the time for a message of x bytes alone on an idle
+//! path (wire: payload plus headers; L: propagation plus store-and-forward of the last packet
+//! beyond the NIC), n ranks, S bytes:
+//! - ring all-reduce: 2(n-1) T(S/n), i.e. 2(n-1)/n x S/B + 2(n-1) L
+//! - ring reduce-scatter, ring all-gather: (n-1) T(S/n)
+//! - halving-doubling all-reduce: 2 sum_{k=1..log2 n} T(S/2^k)
+//! - direct all-to-all (S per pair): (n-1) wire(S)/B + L
+//! - pairwise all-to-all: (n-1) T(S)
+//!
+//! The bound a run is compared with ([`bound`]) is computed from the generated flows themselves:
+//! the longest dependency chain (each flow alone on its path, started when its trigger fires)
+//! and the busiest host's bytes ([`bound::lower_bound`]), whichever is larger. When every rank has
+//! its own host and all paths are alike it equals the closed form; with several ranks per host,
+//! same-host steps cost nothing and the chain is shorter.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::Serialize;
+
+use super::bound::{self, Sizes};
+use super::FlowRecord;
+use crate::net::Topology;
+use crate::time::{BitsPerSec, SimTime};
+use crate::workload::collective::Labels;
+use crate::workload::{Dependencies, FlowSpec};
+
+fn t_msg(bytes: u64, rate: BitsPerSec, lat: SimTime, s: Sizes) -> SimTime {
+    rate.serialization(bound::data_wire_bytes(bytes.max(1), s)) + lat
+}
+
+pub fn ring_allreduce(n: u64, bytes: u64, rate: BitsPerSec, lat: SimTime, s: Sizes) -> SimTime {
+    SimTime(2 * (n - 1) * t_msg(bytes.div_ceil(n), rate, lat, s).ps())
+}
+
+pub fn ring_reduce_scatter(
+    n: u64,
+    bytes: u64,
+    rate: BitsPerSec,
+    lat: SimTime,
+    s: Sizes,
+) -> SimTime {
+    SimTime((n - 1) * t_msg(bytes.div_ceil(n), rate, lat, s).ps())
+}
+
+pub fn ring_allgather(n: u64, bytes: u64, rate: BitsPerSec, lat: SimTime, s: Sizes) -> SimTime {
+    ring_reduce_scatter(n, bytes, rate, lat, s)
+}
+
+pub fn halving_doubling_allreduce(
+    n: u64,
+    bytes: u64,
+    rate: BitsPerSec,
+    lat: SimTime,
+    s: Sizes,
+) -> SimTime {
+    let half: u64 = (1..=n.trailing_zeros())
+        .map(|k| t_msg(bytes.div_ceil(1 << k), rate, lat, s).ps())
+        .sum();
+    SimTime(2 * half)
+}
+
+pub fn all_to_all_direct(n: u64, bytes: u64, rate: BitsPerSec, lat: SimTime, s: Sizes) -> SimTime {
+    SimTime((n - 1) * rate.serialization(bound::data_wire_bytes(bytes, s)).ps()) + lat
+}
+
+pub fn all_to_all_pairwise(
+    n: u64,
+    bytes: u64,
+    rate: BitsPerSec,
+    lat: SimTime,
+    s: Sizes,
+) -> SimTime {
+    SimTime((n - 1) * t_msg(bytes, rate, lat, s).ps())
+}
+
+/// The lower bound of the collective made of `range`'s flows, from its start: the longest
+/// dependency chain inside it, or the busiest host's bytes, whichever is larger.
+pub fn bound(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    deps: &Dependencies,
+    range: &Range<u32>,
+    s: Sizes,
+) -> SimTime {
+    if range.is_empty() {
+        return SimTime::ZERO;
+    }
+    let (lo, hi) = (range.start as usize, range.end as usize);
+    let origin = (lo..hi)
+        .filter(|&f| !deps.gated(f))
+        .map(|f| flows[f].start)
+        .min()
+        .unwrap_or(SimTime::ZERO);
+    // Earliest start inside the collective (flows are generated after what they wait for).
+    let mut es = vec![SimTime::ZERO; hi - lo];
+    let mut chain = SimTime::ZERO;
+    for f in lo..hi {
+        let spec = &flows[f];
+        let start = if deps.gated(f) {
+            es[f - lo]
+        } else {
+            spec.start - origin
+        };
+        let ef = start
+            + topo
+                .host_rate
+                .serialization(bound::data_wire_bytes(spec.size_bytes, s))
+            + bound::path_tail(topo, spec, s);
+        chain = chain.max(ef);
+        let fed = deps.on_recv_done.get(f).into_iter().flatten();
+        for &t in fed.chain(deps.on_send_done.get(f).into_iter().flatten()) {
+            let tr = &deps.triggers[t as usize];
+            if tr
+                .targets
+                .first()
+                .is_none_or(|&g| (g as usize) < lo || g as usize >= hi)
+            {
+                continue;
+            }
+            for &g in &tr.targets {
+                if (g as usize) > f && (g as usize) < hi {
+                    let e = &mut es[g as usize - lo];
+                    *e = (*e).max(ef + tr.delay);
+                }
+            }
+        }
+    }
+    let rebased: Vec<FlowSpec> = flows[lo..hi]
+        .iter()
+        .map(|f| FlowSpec {
+            start: SimTime::ZERO,
+            ..*f
+        })
+        .collect();
+    chain.max(bound::lower_bound(topo, &rebased, s))
+}
+
+/// One row of collectives.csv.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CollectiveRecord {
+    pub job: u32,
+    pub group: u32,
+    pub iteration: u32,
+    pub layer: Option<u32>,
+    pub kind: String,
+    pub ranks: u32,
+    pub bytes: u64,
+    pub flows: u32,
+    pub flows_completed: u32,
+    pub start_ps: Option<u64>,
+    pub finish_ps: Option<u64>,
+    /// Last receive minus first start of its flows (null if unfinished or if it has none).
+    pub cct_ps: Option<u64>,
+    pub bound_ps: u64,
+    pub cct_over_bound: Option<f64>,
+}
+
+/// One training iteration (or one repetition of a collective) of a job, over all its groups.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct IterationRecord {
+    pub job: u32,
+    pub iteration: u32,
+    /// The previous iteration's end (the job's start for the first).
+    pub start_ps: u64,
+    pub end_ps: Option<u64>,
+    pub time_ps: Option<u64>,
+    /// Compute time inside the iteration (FSDP: layers x compute per layer).
+    pub compute_ps: u64,
+    /// Share of the iteration not covered by compute: time spent waiting on the network.
+    pub network_wait_share: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct JobRecord {
+    pub job: u32,
+    pub kind: String,
+    pub start_ps: u64,
+    pub finish_ps: Option<u64>,
+    /// Job completion time: finish minus start.
+    pub jct_ps: Option<u64>,
+    pub collectives: u32,
+    pub mean_cct_over_bound: Option<f64>,
+    pub max_cct_over_bound: Option<f64>,
+    pub mean_iteration_ps: Option<f64>,
+    pub network_wait_share: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct CollectiveReport {
+    pub jobs: Vec<JobRecord>,
+    pub iterations: Vec<IterationRecord>,
+    #[serde(skip)]
+    pub collectives: Vec<CollectiveRecord>,
+}
+
+impl CollectiveReport {
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+}
+
+pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
+    let mut out = CollectiveReport::default();
+    for c in &labels.collectives {
+        let fl = &flows[c.flows.start as usize..c.flows.end as usize];
+        let done = fl.iter().filter(|f| f.finish_ps.is_some()).count() as u32;
+        let start = fl
+            .iter()
+            .filter(|f| f.finish_ps.is_some())
+            .map(|f| f.start_ps)
+            .min();
+        let finish = fl.iter().filter_map(|f| f.finish_ps).max();
+        let complete = done as usize == fl.len() && !fl.is_empty();
+        let cct = match (complete, start, finish) {
+            (true, Some(s), Some(e)) => Some(e - s),
+            _ => None,
+        };
+        out.collectives.push(CollectiveRecord {
+            job: c.job,
+            group: c.group,
+            iteration: c.iteration,
+            layer: c.layer,
+            kind: c.algo.name().to_string(),
+            ranks: c.ranks,
+            bytes: c.bytes,
+            flows: fl.len() as u32,
+            flows_completed: done,
+            start_ps: start,
+            finish_ps: if complete { finish } else { None },
+            cct_ps: cct,
+            bound_ps: c.bound.ps(),
+            cct_over_bound: cct.map(|x| x as f64 / c.bound.ps().max(1) as f64),
+        });
+    }
+    // (job, iteration) -> (end if all complete, compute of group 0).
+    let mut iters: BTreeMap<(u32, u32), (Option<u64>, u64)> = BTreeMap::new();
+    for (c, r) in labels.collectives.iter().zip(&out.collectives) {
+        let e = iters.entry((c.job, c.iteration)).or_insert((Some(0), 0));
+        e.0 = match (e.0, r.finish_ps, r.flows) {
+            (Some(a), Some(b), _) => Some(a.max(b)),
+            (a, None, 0) => a,
+            _ => None,
+        };
+        if c.group == 0 {
+            e.1 += c.compute_before.ps();
+        }
+    }
+    let mut prev: Option<(u32, Option<u64>)> = None;
+    for (&(job, it), &(end, compute)) in &iters {
+        let start = match prev {
+            Some((j, e)) if j == job => e,
+            _ => Some(labels.jobs[job as usize].start.ps()),
+        };
+        prev = Some((job, end));
+        let Some(start) = start else { continue };
+        let time = end.map(|e| e.saturating_sub(start));
+        out.iterations.push(IterationRecord {
+            job,
+            iteration: it,
+            start_ps: start,
+            end_ps: end,
+            time_ps: time,
+            compute_ps: compute,
+            network_wait_share: time
+                .filter(|&t| t > 0)
+                .map(|t| t.saturating_sub(compute) as f64 / t as f64),
+        });
+    }
+    for (j, info) in labels.jobs.iter().enumerate() {
+        let j = j as u32;
+        let mine: Vec<&CollectiveRecord> = out.collectives.iter().filter(|c| c.job == j).collect();
+        let ratios: Vec<f64> = mine.iter().filter_map(|c| c.cct_over_bound).collect();
+        let all = ratios.len() == mine.iter().filter(|c| c.flows > 0).count();
+        let finish = if all {
+            mine.iter().filter_map(|c| c.finish_ps).max()
+        } else {
+            None
+        };
+        let its: Vec<&IterationRecord> = out.iterations.iter().filter(|i| i.job == j).collect();
+        let times: Vec<u64> = its.iter().filter_map(|i| i.time_ps).collect();
+        let complete_its = times.len() == its.len() && !its.is_empty();
+        let total: u64 = times.iter().sum();
+        let compute: u64 = its.iter().map(|i| i.compute_ps).sum();
+        out.jobs.push(JobRecord {
+            job: j,
+            kind: info.kind.to_string(),
+            start_ps: info.start.ps(),
+            finish_ps: finish,
+            jct_ps: finish.map(|f| f.saturating_sub(info.start.ps())),
+            collectives: mine.len() as u32,
+            mean_cct_over_bound: (!ratios.is_empty())
+                .then(|| ratios.iter().sum::<f64>() / ratios.len() as f64),
+            max_cct_over_bound: ratios.iter().copied().reduce(f64::max),
+            mean_iteration_ps: complete_its.then(|| total as f64 / times.len() as f64),
+            network_wait_share: (complete_its && total > 0)
+                .then(|| total.saturating_sub(compute) as f64 / total as f64),
+        });
+    }
+    out
+}

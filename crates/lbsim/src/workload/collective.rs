@@ -1,0 +1,618 @@
+//! Collectives over groups of ranks placed on hosts, chained by dependencies: ring all-reduce,
+//! reduce-scatter and all-gather, halving-doubling all-reduce, direct and pairwise all-to-all,
+//! FSDP training iterations, and several jobs sharing the fabric.
+//!
+//! Generation works on *conditions*: a condition is "these flows have been received, plus a
+//! delay" (or an absolute time). A transfer between two ranks on different hosts becomes a flow
+//! gated by its condition; a transfer between ranks on the same host never enters the network
+//! (the host has one NIC and intra-host links are not modelled), so it completes at once and its
+//! successors simply inherit its condition. Conditions are joined by dominance: everything in a
+//! collective starts after the collective's start, so when a join mixes the collective's start
+//! with flows of that collective, the flows alone decide (levels below make this explicit).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::rc::Rc;
+
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use super::{Dependencies, FlowSpec, Trigger};
+use crate::ids::HostId;
+use crate::net::{Shape, Topology};
+use crate::rng::{rng_for, Stream};
+use crate::time::SimTime;
+
+/// How ranks map onto hosts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// Rank r on host first_host + r / gpus_per_host: a small group stays under one ToR or pod.
+    Linear,
+    /// Hosts drawn at random (seeded) from the whole fabric.
+    Random,
+    /// Consecutive hosts' worth of ranks on consecutive ToRs, so every ring hop leaves its ToR.
+    PerTor,
+}
+
+/// Collective algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algo {
+    RingAllreduce,
+    RingReduceScatter,
+    RingAllgather,
+    HalvingDoublingAllreduce,
+    AllToAllDirect,
+    AllToAllPairwise,
+    /// One message from every host h to `hosts[h]` (a drawn derangement).
+    Permutation,
+}
+
+impl Algo {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algo::RingAllreduce => "ring_allreduce",
+            Algo::RingReduceScatter => "ring_reduce_scatter",
+            Algo::RingAllgather => "ring_allgather",
+            Algo::HalvingDoublingAllreduce => "halving_doubling_allreduce",
+            Algo::AllToAllDirect => "all_to_all",
+            Algo::AllToAllPairwise => "all_to_all_pairwise",
+            Algo::Permutation => "permutation",
+        }
+    }
+}
+
+/// One collective instance: which flows are its own, for per-collective results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveInfo {
+    pub job: u32,
+    /// Index of the rank group within its job.
+    pub group: u32,
+    pub iteration: u32,
+    /// FSDP layer; None for plain collectives.
+    pub layer: Option<u32>,
+    pub algo: Algo,
+    pub ranks: u32,
+    /// S: the buffer per rank (per pair for all-to-all).
+    pub bytes: u64,
+    /// Its flows (contiguous; empty if every rank shares one host).
+    pub flows: Range<u32>,
+    /// Compute time that precedes it (FSDP: the layer's compute before its reduce-scatter).
+    pub compute_before: SimTime,
+    /// The collective's own lower bound from its start (filled in by `Scenario::build`).
+    pub bound: SimTime,
+}
+
+/// One job: its kind and when it starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobInfo {
+    pub kind: &'static str,
+    pub start: SimTime,
+    pub iterations: u32,
+}
+
+/// What the generator knows about the flows it made (empty for single-shot workloads).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Labels {
+    pub jobs: Vec<JobInfo>,
+    pub collectives: Vec<CollectiveInfo>,
+}
+
+/// When something can start: all of `flows` received, then `delay`; with no flows, at `delay`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cond {
+    level: u32,
+    /// Shared: a collective's completion is waited on by every rank of the next one.
+    flows: Rc<[u32]>,
+    delay: SimTime,
+}
+
+impl Cond {
+    pub fn at(t: SimTime) -> Cond {
+        Cond {
+            level: 0,
+            flows: Rc::from([]),
+            delay: t,
+        }
+    }
+
+    /// `d` later.
+    pub fn then(&self, d: SimTime) -> Cond {
+        Cond {
+            delay: self.delay + d,
+            ..self.clone()
+        }
+    }
+
+    /// All of `conds`: only the highest level counts (it dominates the rest).
+    fn join<'a>(conds: impl IntoIterator<Item = &'a Cond>) -> Cond {
+        let mut out: Option<(u32, Vec<u32>, SimTime)> = None;
+        for c in conds {
+            match &mut out {
+                Some(o) if c.level < o.0 => {}
+                Some(o) if c.level == o.0 => {
+                    o.1.extend_from_slice(&c.flows);
+                    o.2 = o.2.max(c.delay);
+                }
+                _ => out = Some((c.level, c.flows.to_vec(), c.delay)),
+            }
+        }
+        let (level, mut flows, delay) = out.expect("join of nothing");
+        flows.sort_unstable();
+        flows.dedup();
+        Cond {
+            level,
+            flows: flows.into(),
+            delay,
+        }
+    }
+}
+
+/// Accumulates flows and their gating conditions.
+#[derive(Default)]
+pub struct Builder {
+    flows: Vec<FlowSpec>,
+    gate: Vec<Option<Cond>>,
+    level: u32,
+    coll_first: u32,
+    coll_start: Option<Cond>,
+}
+
+impl Builder {
+    /// Opens a collective that starts when `start` holds.
+    fn begin(&mut self, start: &Cond) -> Cond {
+        self.level += 2;
+        self.coll_first = self.flows.len() as u32;
+        let c = Cond {
+            level: self.level,
+            ..start.clone()
+        };
+        self.coll_start = Some(c.clone());
+        c
+    }
+
+    /// A transfer of `bytes` from `src` to `dst` once `cond` holds; returns its completion.
+    fn send(&mut self, src: u32, dst: u32, bytes: u64, cond: &Cond) -> Cond {
+        if src == dst {
+            return cond.clone();
+        }
+        let id = self.flows.len() as u32;
+        let gated = !cond.flows.is_empty();
+        self.flows.push(FlowSpec {
+            src: HostId(src),
+            dst: HostId(dst),
+            size_bytes: bytes,
+            start: if gated { SimTime::ZERO } else { cond.delay },
+        });
+        self.gate.push(gated.then(|| cond.clone()));
+        Cond {
+            level: self.level + 1,
+            flows: Rc::from([id]),
+            delay: SimTime::ZERO,
+        }
+    }
+
+    /// Closes the collective: its completion (every flow received) and its flow range.
+    fn end(&mut self) -> (Cond, Range<u32>) {
+        let r = self.coll_first..self.flows.len() as u32;
+        let start = self.coll_start.take().expect("begin before end");
+        let done = if r.is_empty() {
+            start
+        } else {
+            Cond {
+                level: self.level + 1,
+                flows: r.clone().collect::<Vec<u32>>().into(),
+                delay: SimTime::ZERO,
+            }
+        };
+        (done, r)
+    }
+
+    /// One trigger per distinct condition; every flow of a condition activates it on receipt.
+    pub fn finish(self) -> (Vec<FlowSpec>, Dependencies) {
+        let n = self.flows.len();
+        let mut deps = Dependencies::default();
+        let mut index: BTreeMap<(Rc<[u32]>, SimTime), u32> = BTreeMap::new();
+        // Long conditions (a whole collective) are shared clones: compare them by address
+        // (kept alive by the map, so no address is reused).
+        let mut by_ptr: BTreeMap<(usize, SimTime), u32> = BTreeMap::new();
+        let mut on_recv: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let mut gated = vec![false; n];
+        for (f, g) in self.gate.into_iter().enumerate() {
+            let Some(c) = g else { continue };
+            gated[f] = true;
+            let key = (c.flows, c.delay);
+            let long = key.0.len() > 16;
+            let pk = (Rc::as_ptr(&key.0) as *const u32 as usize, key.1);
+            let found = if long {
+                by_ptr.get(&pk)
+            } else {
+                index.get(&key)
+            };
+            let t = match found {
+                Some(&t) => t,
+                None => {
+                    let t = deps.triggers.len() as u32;
+                    for &p in key.0.iter() {
+                        on_recv[p as usize].push(t);
+                    }
+                    deps.triggers.push(Trigger {
+                        needed: key.0.len() as u32,
+                        multishot: false,
+                        delay: key.1,
+                        targets: Vec::new(),
+                    });
+                    if long {
+                        by_ptr.insert(pk, t);
+                    }
+                    index.insert(key, t);
+                    t
+                }
+            };
+            deps.triggers[t as usize].targets.push(f as u32);
+        }
+        if !deps.triggers.is_empty() {
+            deps.on_recv_done = on_recv;
+            deps.gated = gated;
+        }
+        (self.flows, deps)
+    }
+
+    pub fn flows(&self) -> &[FlowSpec] {
+        &self.flows
+    }
+}
+
+/// Runs one collective over ranks placed on `hosts` (host of each rank), starting at `start`.
+/// Returns its completion and its flows. `bytes` is S (per pair for all-to-all).
+pub fn collective(
+    b: &mut Builder,
+    algo: Algo,
+    hosts: &[u32],
+    bytes: u64,
+    start: &Cond,
+) -> (Cond, Range<u32>) {
+    let n = hosts.len();
+    let s0 = b.begin(start);
+    let chunk = bytes.div_ceil(n as u64).max(1);
+    match algo {
+        Algo::RingAllreduce | Algo::RingReduceScatter | Algo::RingAllgather => {
+            let steps = if algo == Algo::RingAllreduce {
+                2 * (n - 1)
+            } else {
+                n - 1
+            };
+            // recv[r]: rank r holds the chunk it must forward next.
+            let mut recv = vec![s0; n];
+            for _ in 0..steps {
+                let mut next = recv.clone();
+                for r in 0..n {
+                    let d = (r + 1) % n;
+                    next[d] = b.send(hosts[r], hosts[d], chunk, &recv[r]);
+                }
+                recv = next;
+            }
+        }
+        Algo::HalvingDoublingAllreduce => {
+            let log = n.trailing_zeros();
+            // Reduce-scatter by halving (distance n/2 down to 1), all-gather by doubling back.
+            let dists: Vec<usize> = (0..log)
+                .map(|k| n >> (k + 1))
+                .chain((0..log).rev().map(|k| n >> (k + 1)))
+                .collect();
+            let mut recv = vec![s0; n];
+            for d in dists {
+                let part = bytes.div_ceil((n / d) as u64).max(1);
+                let mut next = recv.clone();
+                for r in 0..n {
+                    let p = r ^ d;
+                    next[p] = b.send(hosts[r], hosts[p], part, &recv[r]);
+                }
+                recv = next;
+            }
+        }
+        Algo::AllToAllDirect => {
+            for r in 0..n {
+                for d in 0..n {
+                    if r != d {
+                        b.send(hosts[r], hosts[d], bytes, &s0);
+                    }
+                }
+            }
+        }
+        Algo::Permutation => {
+            for (r, &d) in hosts.iter().enumerate() {
+                b.send(r as u32, d, bytes, &s0);
+            }
+        }
+        Algo::AllToAllPairwise => {
+            // Round i: r sends to r+i; a rank moves on once its own send and its receive of the
+            // previous round are both complete.
+            let mut own = vec![s0.clone(); n];
+            let mut recv = vec![s0; n];
+            for i in 1..n {
+                let ready: Vec<Cond> = (0..n).map(|r| Cond::join([&own[r], &recv[r]])).collect();
+                for r in 0..n {
+                    let d = (r + i) % n;
+                    let c = b.send(hosts[r], hosts[d], bytes, &ready[r]);
+                    own[r] = c.clone();
+                    recv[d] = c;
+                }
+            }
+        }
+    }
+    b.end()
+}
+
+/// Places `ranks` ranks on hosts; errors are messages for the caller to attach to a key.
+pub fn place(
+    topo: &Topology,
+    placement: Placement,
+    ranks: u32,
+    gpus_per_host: u32,
+    first_host: u32,
+    seed: u64,
+    job: u32,
+) -> Result<Vec<u32>, String> {
+    let need = ranks.div_ceil(gpus_per_host);
+    let avail = topo.hosts.saturating_sub(first_host);
+    if need > avail {
+        return Err(format!(
+            "{ranks} ranks at {gpus_per_host} per host need {need} hosts, but only {avail} are \
+             available ({} hosts x {gpus_per_host} GPUs{})",
+            topo.hosts,
+            if first_host > 0 {
+                format!(", from host {first_host}")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let slots: Vec<u32> = match placement {
+        Placement::Linear => (0..need).map(|q| first_host + q).collect(),
+        Placement::Random => {
+            let mut rng = rng_for(seed, Stream::Workload, 1 + job as u64);
+            let mut h: Vec<u32> = (0..topo.hosts).collect();
+            h.shuffle(&mut rng);
+            h.truncate(need as usize);
+            h
+        }
+        Placement::PerTor => {
+            let hpt = match topo.shape {
+                Shape::FatTree { k } => k / 2,
+                Shape::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
+            };
+            let tors = topo.hosts / hpt;
+            (0..need).map(|q| (q % tors) * hpt + q / tors).collect()
+        }
+    };
+    Ok((0..ranks)
+        .map(|r| slots[(r / gpus_per_host) as usize])
+        .collect())
+}
+
+/// An FSDP model: per layer, an all-gather of the weights, the layer's compute, then a
+/// reduce-scatter of the gradients.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FsdpModel {
+    pub layers: u32,
+    /// Weights of one layer on the wire (FP8: one byte per parameter).
+    pub layer_bytes: u64,
+    pub compute_per_layer: SimTime,
+}
+
+/// A preset: name, parameters, layers, compute per layer (us). See README for the derivation.
+pub const PRESETS: &[(&str, u64, u32, f64)] = &[
+    ("llama3_7b", 7_000_000_000, 32, 13_440.0),
+    ("llama3_70b", 70_000_000_000, 80, 53_760.0),
+    ("llama3_405b", 405_000_000_000, 126, 197_486.0),
+];
+
+pub fn preset(name: &str) -> Option<FsdpModel> {
+    PRESETS
+        .iter()
+        .find(|p| p.0 == name)
+        .map(|&(_, params, layers, us)| FsdpModel {
+            layers,
+            layer_bytes: params / layers as u64,
+            compute_per_layer: SimTime::from_us_f64(us),
+        })
+}
+
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.0).collect()
+}
+
+/// What one job runs.
+#[derive(Clone, Copy, Debug)]
+pub enum JobWork {
+    Collective { algo: Algo, bytes: u64 },
+    Fsdp(FsdpModel),
+}
+
+/// One job: `groups` independent groups of `hosts.len() / groups` ranks each, `iterations`
+/// back-to-back repetitions per group.
+pub struct JobSpec<'a> {
+    pub job: u32,
+    pub work: JobWork,
+    pub hosts: &'a [u32],
+    pub groups: u32,
+    pub iterations: u32,
+    pub start: SimTime,
+}
+
+pub fn job(b: &mut Builder, labels: &mut Labels, j: &JobSpec) {
+    let n = j.hosts.len() / j.groups as usize;
+    let kind = match j.work {
+        JobWork::Collective { algo, .. } => algo.name(),
+        JobWork::Fsdp(_) => "fsdp",
+    };
+    labels.jobs.push(JobInfo {
+        kind,
+        start: j.start,
+        iterations: j.iterations,
+    });
+    for g in 0..j.groups {
+        let hosts = &j.hosts[g as usize * n..(g as usize + 1) * n];
+        let mut cond = Cond::at(j.start);
+        let label = |algo, it, layer, bytes, flows, compute_before| CollectiveInfo {
+            job: j.job,
+            group: g,
+            iteration: it,
+            layer,
+            algo,
+            ranks: n as u32,
+            bytes,
+            flows,
+            compute_before,
+            bound: SimTime::ZERO,
+        };
+        for it in 0..j.iterations {
+            match j.work {
+                JobWork::Collective { algo, bytes } => {
+                    let (done, r) = collective(b, algo, hosts, bytes, &cond);
+                    labels
+                        .collectives
+                        .push(label(algo, it, None, bytes, r, SimTime::ZERO));
+                    cond = done;
+                }
+                JobWork::Fsdp(m) => {
+                    for l in 0..m.layers {
+                        let ag = Algo::RingAllgather;
+                        let (done, r) = collective(b, ag, hosts, m.layer_bytes, &cond);
+                        labels.collectives.push(label(
+                            ag,
+                            it,
+                            Some(l),
+                            m.layer_bytes,
+                            r,
+                            SimTime::ZERO,
+                        ));
+                        let rs = Algo::RingReduceScatter;
+                        let c = m.compute_per_layer;
+                        let (done, r) = collective(b, rs, hosts, m.layer_bytes, &done.then(c));
+                        labels
+                            .collectives
+                            .push(label(rs, it, Some(l), m.layer_bytes, r, c));
+                        cond = done;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::LinkParams;
+    use crate::time::BitsPerSec;
+
+    fn topo() -> Topology {
+        Topology::fat_tree(
+            4,
+            LinkParams {
+                rate: BitsPerSec::from_gbps(100.0),
+                latency: SimTime::from_ns(1000),
+                switch_latency: SimTime::ZERO,
+            },
+        )
+    }
+
+    #[test]
+    fn ring_allreduce_steps_and_chain() {
+        let mut b = Builder::default();
+        let hosts: Vec<u32> = (0..4).collect();
+        collective(
+            &mut b,
+            Algo::RingAllreduce,
+            &hosts,
+            4000,
+            &Cond::at(SimTime::ZERO),
+        );
+        let (flows, deps) = b.finish();
+        assert_eq!(flows.len(), 4 * 6);
+        assert!(flows.iter().all(|f| f.size_bytes == 1000));
+        // Step 0 free; each later flow r -> r+1 waits for exactly the flow into r one step before.
+        assert_eq!(deps.gated.iter().filter(|g| !**g).count(), 4);
+        for (ti, t) in deps.triggers.iter().enumerate() {
+            assert_eq!((t.needed, t.targets.len()), (1, 1));
+            let f = t.targets[0] as usize;
+            let p = (0..flows.len())
+                .find(|&p| deps.on_recv_done[p].contains(&(ti as u32)))
+                .unwrap();
+            assert_eq!((p / 4 + 1, flows[p].dst), (f / 4, flows[f].src));
+        }
+    }
+
+    #[test]
+    fn same_host_steps_collapse() {
+        // 4 ranks on 2 hosts: only the two host-crossing hops are flows, 2 per step.
+        let mut b = Builder::default();
+        collective(
+            &mut b,
+            Algo::RingAllgather,
+            &[0, 0, 1, 1],
+            400,
+            &Cond::at(SimTime::ZERO),
+        );
+        let (flows, deps) = b.finish();
+        assert_eq!(flows.len(), 2 * 3);
+        assert!(flows.iter().all(|f| f.src != f.dst));
+        // Step 1 from rank 1 (host 0) only waits on the local step 0 from rank 0: it starts at 0.
+        assert_eq!(deps.gated.iter().filter(|g| !**g).count(), 4);
+    }
+
+    #[test]
+    fn halving_doubling_partners_and_sizes() {
+        let mut b = Builder::default();
+        let hosts: Vec<u32> = (0..8).collect();
+        let (_, r) = collective(
+            &mut b,
+            Algo::HalvingDoublingAllreduce,
+            &hosts,
+            8000,
+            &Cond::at(SimTime::ZERO),
+        );
+        let flows = b.flows();
+        assert_eq!(r.len(), 6 * 8);
+        let sizes: Vec<u64> = (0..6).map(|s| flows[s * 8].size_bytes).collect();
+        assert_eq!(sizes, [4000, 2000, 1000, 1000, 2000, 4000]);
+        assert_eq!(flows[0].dst, HostId(4));
+        assert_eq!(flows[16].dst, HostId(1));
+    }
+
+    #[test]
+    fn placements() {
+        let t = topo();
+        assert_eq!(
+            place(&t, Placement::Linear, 4, 2, 3, 1, 0).unwrap(),
+            [3, 3, 4, 4]
+        );
+        // k=4: 2 hosts per ToR, 8 ToRs.
+        assert_eq!(
+            place(&t, Placement::PerTor, 4, 1, 0, 1, 0).unwrap(),
+            [0, 2, 4, 6]
+        );
+        assert_eq!(place(&t, Placement::PerTor, 10, 1, 0, 1, 0).unwrap()[8], 1);
+        let r = place(&t, Placement::Random, 16, 1, 0, 1, 0).unwrap();
+        let mut s = r.clone();
+        s.sort_unstable();
+        assert_eq!(s, (0..16).collect::<Vec<_>>());
+        assert_ne!(r, s);
+        assert_eq!(r, place(&t, Placement::Random, 16, 1, 0, 1, 0).unwrap());
+        let e = place(&t, Placement::Linear, 33, 2, 0, 1, 0).unwrap_err();
+        assert!(e.contains("17 hosts"), "{e}");
+    }
+
+    #[test]
+    fn join_keeps_the_dominant_level() {
+        let mut b = Builder::default();
+        let s = b.begin(&Cond::at(SimTime::from_us(5)));
+        let a = b.send(0, 1, 10, &s);
+        let j = Cond::join([&s, &a]);
+        assert_eq!(&j.flows[..], [0]);
+        assert_eq!(j.delay, SimTime::ZERO);
+        assert_eq!(b.flows()[0].start, SimTime::from_us(5));
+    }
+}
