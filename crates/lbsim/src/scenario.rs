@@ -917,7 +917,32 @@ impl Scenario {
                     ack: file.packet.ack_bytes,
                 };
                 let lb = bound::lower_bound(&topology, &flows, sizes);
-                Some(SimTime(lb.ps().saturating_mul(20)))
+                // With dependencies the flows run in steps: allow for every step in series
+                // (every flow's bytes one after another, plus every trigger's delay and a
+                // longest path per trigger), which no collective exceeds.
+                let chain = if deps.is_empty() {
+                    SimTime::ZERO
+                } else {
+                    let bytes: u64 = flows
+                        .iter()
+                        .map(|f| bound::data_wire_bytes(f.size_bytes, sizes))
+                        .sum();
+                    let path = SimTime(
+                        topology
+                            .links
+                            .iter()
+                            .map(|l| l.latency.ps())
+                            .max()
+                            .unwrap_or(0)
+                            * 6,
+                    );
+                    deps.triggers
+                        .iter()
+                        .fold(topology.host_rate.serialization(bytes), |t, tr| {
+                            t.saturating_add(tr.delay).saturating_add(path)
+                        })
+                };
+                Some(SimTime(lb.max(chain).ps().saturating_mul(20)))
             }
             (e, _) => e,
         };

@@ -157,3 +157,20 @@ fn failure_aware_rates_keep_senders_within_the_degraded_capacity() {
     );
     assert!(aware * 10 < blind, "aware {aware} blind {blind}");
 }
+
+#[test]
+fn collectives_with_failures_are_not_cut_short_by_the_automatic_cap() {
+    // Two FSDP layers with 50 us of compute between collectives: the steps and the compute run
+    // in series, far past 20 x the bound that treats every flow as concurrent.
+    let text = "[topology]\nk = 4\n[workload]\nkind = \"fsdp\"\nlayers = 2\nlayer_bytes = 65536\ncompute_us_per_layer = 50\n[failure]\nconvergence_us = 0\n[[failures]]\nkind = \"down\"\nlink = \"agg:0-core:0\"\n";
+    let sim = run(scenario_toml(text, &["load_balancing.scheme=host_spray"]));
+    check_conservation_of(&sim, "fsdp");
+    let s = sim.summary();
+    assert_eq!(s.flows_completed, s.flows);
+    assert!(
+        s.end_ps > 20 * s.lower_bound_ps,
+        "{} vs {}",
+        s.end_ps,
+        s.lower_bound_ps
+    );
+}
