@@ -149,22 +149,13 @@ impl Ofan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{HostId, NodeId};
+    use crate::ids::HostId;
+    use crate::lb::testutil;
     use crate::rng::{rng_for, Stream};
-    use crate::time::{BitsPerSec, SimTime};
+    use crate::time::SimTime;
 
     fn group(n: usize) -> Vec<Port> {
-        (0..n)
-            .map(|_| {
-                Port::new(
-                    BitsPerSec::from_gbps(100.0),
-                    SimTime::ZERO,
-                    NodeId::Host(HostId(0)),
-                    1,
-                    1,
-                )
-            })
-            .collect()
+        testutil::ports(1, &vec![0; n])
     }
 
     fn view(dst: u32, is_ack: bool) -> PacketView<'static> {

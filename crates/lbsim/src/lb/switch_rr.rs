@@ -61,35 +61,16 @@ impl SwitchPolicy for RoundRobin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{HostId, NodeId};
+    use crate::lb::testutil;
     use crate::rng::{rng_for, Stream};
-    use crate::time::{BitsPerSec, SimTime};
+    use crate::time::SimTime;
 
     fn group(n: usize) -> Vec<Port> {
-        (0..n)
-            .map(|_| {
-                Port::new(
-                    BitsPerSec::from_gbps(100.0),
-                    SimTime::ZERO,
-                    NodeId::Host(HostId(0)),
-                    1,
-                    1,
-                )
-            })
-            .collect()
+        testutil::ports(1, &vec![0; n])
     }
 
     fn view() -> PacketView<'static> {
-        PacketView {
-            weights: None,
-            epoch: 0,
-            src: HostId(0),
-            dst: HostId(1),
-            flow_key: 0,
-            entropy: 0,
-            is_ack: false,
-            now: SimTime::ZERO,
-        }
+        testutil::view(0, SimTime::ZERO)
     }
 
     #[test]
