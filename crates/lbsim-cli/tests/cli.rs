@@ -81,7 +81,7 @@ fn run_writes_summary_and_flows_deterministically() {
         assert_eq!(summary["hosts"], 16);
         let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
         assert!(flows.starts_with(
-            "flow_id,src,dst,size_bytes,start_ps,finish_ps,fct_ps,data_packets_sent,packets_dropped\n"
+            "flow_id,src,dst,size_bytes,start_ps,finish_ps,fct_ps,data_packets_sent,packets_dropped,retransmissions,timeouts\n"
         ));
         assert_eq!(flows.lines().count(), 17);
         let mut s = summary.as_object().unwrap().clone();

@@ -18,7 +18,10 @@ use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::{self, bound, FlowRecord, Summary};
 use crate::time::{BitsPerSec, SimTime};
-use crate::transport::{flow_key, Flow};
+use crate::transport::cc::{AckSample, Cc, CcCtx, CcKind, LossKind};
+use crate::transport::reliable::{Next, Receiver, Reply, Sender};
+use crate::transport::{flow_key, Flow, LossRecoveryKind};
+use crate::workload::FlowSpec;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
@@ -31,6 +34,8 @@ enum Event {
     Control(u32),
     /// The flow's no-progress timer (a missing-ACK timeout for the host's policy).
     FlowTimer(FlowId),
+    /// The host's credit pacer (EQDS) may send the next pull.
+    PullWake(HostId),
 }
 
 /// A scheduled change of the fabric.
@@ -61,6 +66,7 @@ impl From<Event> for Packed {
             Event::HostWake(h) => (2, h.0),
             Event::Control(i) => (3, i),
             Event::FlowTimer(f) => (4, f.0),
+            Event::PullWake(h) => (5, h.0),
         };
         debug_assert!(id <= ID_MASK);
         Packed((tag << ID_BITS) | id)
@@ -76,7 +82,8 @@ impl From<Packed> for Event {
             1 => Event::Arrive(PortId(id)),
             2 => Event::HostWake(HostId(id)),
             3 => Event::Control(id),
-            _ => Event::FlowTimer(FlowId(id)),
+            4 => Event::FlowTimer(FlowId(id)),
+            _ => Event::PullWake(HostId(id)),
         }
     }
 }
@@ -88,6 +95,10 @@ struct Host {
     next_send: SimTime,
     wake_pending: bool,
     rng: SimRng,
+    /// EQDS: credits owed (flow, entropy of the packet that earned it), paced out in order.
+    pulls: VecDeque<(FlowId, u32)>,
+    next_pull: SimTime,
+    pull_pending: bool,
 }
 
 struct Switch {
@@ -109,6 +120,10 @@ pub struct Counters {
     pub link_losses: u64,
     /// Packets dropped because converged routing had no path (included in the dropped counts).
     pub unroutable: u64,
+    /// Data packets trimmed to their headers (still counted as data; delivered as headers).
+    pub trimmed: u64,
+    /// Data packets the receiver did not use: already held, or out of order under go-back-N.
+    pub discarded: u64,
 }
 
 /// Where packets are when the run stops.
@@ -152,10 +167,48 @@ pub struct Simulation {
     flow_rates: Option<Vec<BitsPerSec>>,
     /// Each port's actual capacity (hundredths), for the failure-aware rates.
     actual_cap: Vec<u32>,
+    lr: LossRecoveryKind,
+    cc: CcKind,
+    /// Switches trim instead of dropping data (NDP).
+    trim: bool,
+    trim_header: u16,
+    /// Ports put control packets ahead of data (trimming, EQDS).
+    prio: bool,
+    ctrl_cap: u64,
+    /// Alternates NDP's choice between trimming the arriving or the newest queued packet.
+    trim_coin: bool,
+    /// EQDS: a receiver's gap between credits.
+    pull_gap: SimTime,
+    /// DCQCN: a receiver's least gap between congestion notifications of a flow.
+    cnp_interval: SimTime,
+    /// Flows keep a retransmission / no-progress timer.
+    timers: bool,
 }
 
-fn payload_of(flow: &Flow, mss: u32) -> u32 {
-    flow.next_payload(mss)
+/// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
+fn cc_ctx(
+    topo: &crate::net::Topology,
+    spec: &FlowSpec,
+    line_rate: BitsPerSec,
+    pk: &crate::scenario::PacketConfig,
+    trimming: bool,
+) -> CcCtx {
+    let path = topo.path(spec.src, spec.dst);
+    let mtu = pk.payload_bytes + pk.header_bytes;
+    let ser: SimTime = path.rates.iter().fold(SimTime::ZERO, |t, r| {
+        t + r.serialization(mtu as u64) + r.serialization(pk.ack_bytes as u64)
+    });
+    let base_rtt = ser + path.latency + path.latency;
+    let bdp_wire = line_rate.0 as u128 * base_rtt.ps() as u128 / 8 / 1_000_000_000_000;
+    CcCtx {
+        base_rtt,
+        line_rate,
+        mss: pk.payload_bytes,
+        mtu,
+        hops: path.rates.len() as u32,
+        bdp: (bdp_wire * pk.payload_bytes as u128 / mtu as u128) as u64,
+        trimming,
+    }
 }
 
 impl Simulation {
@@ -163,6 +216,8 @@ impl Simulation {
         let seed = sc.file.seed;
         let topo = &sc.topology;
         let buffer = sc.file.topology.buffer_bytes;
+        let trim = sc.file.transport.loss_recovery == LossRecoveryKind::Trim;
+        let prio = trim || sc.file.transport.cc == CcKind::Eqds;
         let ports = topo
             .links
             .iter()
@@ -172,7 +227,9 @@ impl Simulation {
                     NodeId::Host(_) => (u64::MAX, u64::MAX),
                     NodeId::Switch(_) => (buffer, sc.ecn_threshold_bytes),
                 };
-                Port::new(l.rate, l.latency, l.to, buf, ecn)
+                let mut p = Port::new(l.rate, l.latency, l.to, buf, ecn);
+                p.prio = prio;
+                p
             })
             .collect();
         let hosts = (0..topo.hosts)
@@ -181,6 +238,9 @@ impl Simulation {
                 next_send: SimTime::ZERO,
                 wake_pending: false,
                 rng: rng_for(seed, Stream::Host, h as u64),
+                pulls: VecDeque::new(),
+                next_pull: SimTime::ZERO,
+                pull_pending: false,
             })
             .collect();
         let lb_cfg = &sc.file.load_balancing;
@@ -201,6 +261,15 @@ impl Simulation {
                 }
             })
             .collect();
+        let pace_rate =
+            BitsPerSec(((topo.host_rate.0 as f64) * sc.file.transport.rate_coef).round() as u64);
+        let pace_rate = BitsPerSec(pace_rate.0.max(1));
+        let tr = &sc.file.transport;
+        let pk = &sc.file.packet;
+        let lr = tr.loss_recovery;
+        let cc_kind = tr.cc;
+        let ccs = tr.cc_configs();
+        let reliable = lr != LossRecoveryKind::IdealErasure || cc_kind != CcKind::Constant;
         let flows = sc
             .flows
             .iter()
@@ -213,11 +282,31 @@ impl Simulation {
                     topology: topo,
                     config: lb_cfg,
                 };
-                Flow::new(*spec, HostLb::new(sc.scheme.host, &ctx, &mut rng))
+                let lb = HostLb::new(sc.scheme.host, &ctx, &mut rng);
+                if !reliable {
+                    return Flow::new(*spec, lb, Cc::Constant);
+                }
+                let cctx = cc_ctx(topo, spec, pace_rate, pk, lr == LossRecoveryKind::Trim);
+                let mut flow = Flow::new(*spec, lb, Cc::new(cc_kind, &ccs, &cctx));
+                let credit = (cc_kind == CcKind::Eqds).then(|| {
+                    ((tr.eqds.unsolicited_bdp * cctx.bdp as f64 / pk.payload_bytes as f64).ceil()
+                        as u32)
+                        .max(1)
+                });
+                flow.tx = Some(Box::new(Sender::new(
+                    lr,
+                    spec.size_bytes,
+                    pk.payload_bytes,
+                    tr.erasure_extra_packets.unwrap_or(25),
+                    tr.reorder_threshold.unwrap_or(3),
+                    sc.rto,
+                    tr.rto_backoff,
+                    credit,
+                )));
+                flow.rx = Receiver::new(lr, spec.size_bytes, pk.payload_bytes).map(Box::new);
+                flow
             })
             .collect();
-        let pace_rate =
-            BitsPerSec(((topo.host_rate.0 as f64) * sc.file.transport.rate_coef).round() as u64);
         let mut events = EventQueue::new();
         for (i, f) in sc.flows.iter().enumerate() {
             if !sc.deps.gated(i) {
@@ -257,7 +346,7 @@ impl Simulation {
             hosts,
             switches,
             flows,
-            pace_rate: BitsPerSec(pace_rate.0.max(1)),
+            pace_rate,
             completed: 0,
             counters: Counters::default(),
             ended: None,
@@ -279,6 +368,21 @@ impl Simulation {
             trigger_counts: vec![0; sc.deps.triggers.len()],
             flow_rates: None,
             actual_cap: vec![100; topo.links.len()],
+            lr,
+            cc: cc_kind,
+            trim,
+            trim_header: sc.file.topology.trim_header_bytes.unwrap_or(64) as u16,
+            prio,
+            ctrl_cap: sc.file.topology.control_buffer_bytes.unwrap_or(buffer),
+            trim_coin: false,
+            pull_gap: BitsPerSec(
+                ((topo.host_rate.0 as f64) * tr.eqds.pull_rate)
+                    .round()
+                    .max(1.0) as u64,
+            )
+            .serialization((pk.payload_bytes + pk.header_bytes) as u64),
+            cnp_interval: SimTime::from_us_f64(tr.dcqcn.cnp_interval_us),
+            timers: reliable || !sc.failures.is_empty(),
             sc,
         }
     }
@@ -322,6 +426,10 @@ impl Simulation {
                 }
                 Event::Control(i) => self.on_control(self.controls[i as usize]),
                 Event::FlowTimer(f) => self.on_flow_timer(f),
+                Event::PullWake(h) => {
+                    self.hosts[h.idx()].pull_pending = false;
+                    self.try_pull(h);
+                }
             }
             if self.completed == total {
                 break;
@@ -336,32 +444,103 @@ impl Simulation {
             return;
         }
         flow.started = Some(self.now);
+        flow.in_ring = true;
         let src = flow.spec.src;
         flow.last_ack = self.now;
+        let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
         self.hosts[src.idx()].active.push_back(f);
         self.try_send(src);
-        if !self.sc.failures.is_empty() {
-            self.events
-                .push(self.now + self.rto, Event::FlowTimer(f).into());
+        if self.timers {
+            self.events.push(self.now + rto, Event::FlowTimer(f).into());
         }
     }
 
-    /// Tells the host policy when a flow has heard no ACK for a whole timeout; re-arms itself
-    /// until the flow is done.
+    /// The flow's timer: after a whole timeout without an ACK, the host policy hears
+    /// `on_timeout` and loss recovery declares everything outstanding lost. Re-arms itself until
+    /// the flow is done.
     fn on_flow_timer(&mut self, f: FlowId) {
+        let now = self.now;
         let flow = &mut self.flows[f.idx()];
         if flow.sender_done {
             return;
         }
-        let due = flow.last_ack + self.rto;
-        let next = if self.now >= due {
-            flow.lb.on_timeout(self.now);
-            flow.timeouts += 1;
-            self.now + self.rto
-        } else {
-            due
+        let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
+        let due = flow.last_ack + rto;
+        if now < due {
+            self.events.push(due, Event::FlowTimer(f).into());
+            return;
+        }
+        flow.lb.on_timeout(now);
+        flow.timeouts += 1;
+        let next = match &mut flow.tx {
+            None => now + self.rto,
+            Some(tx) => {
+                let (o, rewind) = tx.on_timeout(flow.next_seq);
+                if let Some(seq) = rewind {
+                    flow.next_seq = seq;
+                }
+                flow.cc.on_loss(now, o.lost_bytes, LossKind::Timeout);
+                flow.last_ack = now;
+                now + tx.rto()
+            }
         };
         self.events.push(next, Event::FlowTimer(f).into());
+        self.wake_flow(f);
+    }
+
+    /// Puts a flow that left its host's ring (window, credit or nothing to send) back in it.
+    fn wake_flow(&mut self, f: FlowId) {
+        let flow = &mut self.flows[f.idx()];
+        if flow.in_ring || flow.sender_done || flow.started.is_none() {
+            return;
+        }
+        flow.in_ring = true;
+        let src = flow.spec.src;
+        self.hosts[src.idx()].active.push_back(f);
+        self.try_send(src);
+    }
+
+    /// EQDS: sends the receiver's next credit if its pacer allows, else waits for it.
+    fn try_pull(&mut self, h: HostId) {
+        let now = self.now;
+        let host = &mut self.hosts[h.idx()];
+        if host.pull_pending || host.pulls.is_empty() {
+            return;
+        }
+        if host.next_pull > now {
+            host.pull_pending = true;
+            self.events.push(host.next_pull, Event::PullWake(h).into());
+            return;
+        }
+        while let Some((f, entropy)) = host.pulls.pop_front() {
+            let flow = &self.flows[f.idx()];
+            if flow.finish.is_some() {
+                continue;
+            }
+            let pull = Packet {
+                flow: f,
+                src: h,
+                dst: flow.spec.src,
+                seq: 0,
+                xmit: 0,
+                entropy,
+                sent_at: now,
+                wire_bytes: self.ack_bytes as u16,
+                payload: 0,
+                kind: PacketKind::Pull,
+                ecn: false,
+                done: false,
+                cnp: false,
+            };
+            host.next_pull = now + self.pull_gap;
+            if !host.pulls.is_empty() {
+                host.pull_pending = true;
+                self.events.push(host.next_pull, Event::PullWake(h).into());
+            }
+            self.counters.acks_sent += 1;
+            self.enqueue(PortId(h.0), pull);
+            return;
+        }
     }
 
     fn on_control(&mut self, c: Control) {
@@ -437,11 +616,12 @@ impl Simulation {
             self.events.push(ready, Event::HostWake(h).into());
             return;
         }
-        // Round-robin over flows that still send; finished ones leave the ring here. With
-        // per-flow rates, a flow whose own pacer holds it back is passed over.
+        // Round-robin over flows that may send; finished ones, and ones that their window,
+        // credit or loss recovery holds back, leave the ring here (an ACK, credit or timeout
+        // puts them back). A flow whose own pacer holds it back is passed over.
         let mut earliest = SimTime::MAX;
         let mut tries = host.active.len();
-        let f = loop {
+        let (f, next) = loop {
             if tries == 0 {
                 if earliest < SimTime::MAX {
                     host.wake_pending = true;
@@ -450,46 +630,96 @@ impl Simulation {
                 return;
             }
             tries -= 1;
-            match host.active.pop_front() {
-                None => return,
-                Some(f) if self.flows[f.idx()].sender_done => continue,
-                Some(f) if self.flows[f.idx()].next_send > now => {
-                    earliest = earliest.min(self.flows[f.idx()].next_send);
-                    host.active.push_back(f);
-                }
-                Some(f) => break f,
+            let Some(f) = host.active.pop_front() else {
+                return;
+            };
+            let flow = &mut self.flows[f.idx()];
+            if flow.sender_done {
+                flow.in_ring = false;
+                continue;
             }
+            if flow.next_send > now {
+                earliest = earliest.min(flow.next_send);
+                host.active.push_back(f);
+                continue;
+            }
+            let Some(tx) = &mut flow.tx else {
+                break (f, None);
+            };
+            let next = tx.peek(flow.next_seq);
+            let blocked = match next {
+                None => true,
+                Some(n) => {
+                    tx.credit == 0
+                        || flow
+                            .cc
+                            .window()
+                            .is_some_and(|w| tx.inflight > 0 && tx.inflight + n.payload as u64 > w)
+                }
+            };
+            if blocked {
+                flow.in_ring = false;
+                continue;
+            }
+            break (f, next);
         };
         host.active.push_back(f);
         let flow = &mut self.flows[f.idx()];
-        if let Some(rates) = &self.flow_rates {
-            let r = rates[f.idx()];
+        let next = match next {
+            Some(n) => n,
+            None => Next {
+                seq: flow.next_seq,
+                payload: flow.next_payload(self.mss),
+                retransmission: false,
+            },
+        };
+        let wire = next.payload + self.header;
+        let mut rate = self.flow_rates.as_ref().map(|r| r[f.idx()]);
+        if let Some(r) = flow.cc.rate(now) {
+            rate = Some(rate.map_or(r, |x| BitsPerSec(x.0.min(r.0))));
+        }
+        if let Some(r) = rate {
             flow.next_send = if r.0 == 0 {
                 SimTime::MAX
             } else {
-                now + r.serialization((payload_of(flow, self.mss) + self.header) as u64)
+                now + r.serialization(wire as u64)
             };
         }
-        let payload = flow.next_payload(self.mss);
         let entropy = flow.lb.next_entropy(now, &mut host.rng);
+        let xmit = flow.next_xmit;
         let pkt = Packet {
             flow: f,
             src: flow.spec.src,
             dst: flow.spec.dst,
-            wire_bytes: payload + self.header,
-            payload,
-            seq: flow.next_seq,
+            seq: next.seq,
+            xmit,
             entropy,
+            sent_at: now,
+            wire_bytes: wire as u16,
+            payload: next.payload as u16,
             kind: PacketKind::Data,
             ecn: false,
             done: false,
-            sent_at: now,
+            cnp: false,
         };
-        flow.next_seq = flow.next_seq.wrapping_add(1);
-        flow.sent_bytes += payload as u64;
+        flow.next_xmit = xmit.wrapping_add(1);
+        if !next.retransmission {
+            flow.next_seq = flow.next_seq.wrapping_add(1);
+        }
+        if let Some(tx) = &mut flow.tx {
+            // Go-back-N resends by rewinding, so a sequence number below the highest yet sent
+            // is a retransmission too.
+            if next.retransmission || next.seq < tx.seq_high {
+                flow.retransmissions += 1;
+            }
+            tx.seq_high = tx.seq_high.max(next.seq + 1);
+            tx.on_sent(next, xmit);
+            flow.cc.on_send(now, next.payload as u64);
+        }
+        flow.sent_bytes += next.payload as u64;
         flow.data_packets_sent += 1;
         self.counters.data_sent += 1;
-        host.next_send = now + self.pace_rate.serialization(pkt.wire_bytes as u64);
+        host.next_send = now + self.pace_rate.serialization(wire as u64);
         let p = &mut self.ports[port.idx()];
         self.hops += 1;
         if p.push(now, pkt) {
@@ -501,22 +731,66 @@ impl Simulation {
         self.events.push(ready, Event::HostWake(h).into());
     }
 
-    /// Offers `pkt` to an egress port: drop-tail on the byte buffer, CE mark above the threshold.
+    /// Offers `pkt` to an egress port: drop-tail on the byte buffer (or trimming), CE mark above
+    /// the threshold. On priority ports control packets have their own buffer and go first.
     #[inline]
     fn enqueue(&mut self, port: PortId, mut packet: Packet) {
         let now = self.now;
-        let bytes = packet.wire_bytes;
+        let bytes = packet.wire_bytes as u64;
         let p = &mut self.ports[port.idx()];
         p.sync(now);
-        if p.queued_bytes + bytes as u64 > p.buffer_bytes {
-            p.stats.drops += 1;
-            self.lose(packet);
-            return;
-        }
-        if packet.kind == PacketKind::Data && p.queued_bytes > p.ecn_threshold_bytes {
-            packet.ecn = true;
-            p.stats.ecn_marks += 1;
-            self.counters.ecn_marks += 1;
+        if self.prio && packet.kind != PacketKind::Data {
+            if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
+                p.stats.drops += 1;
+                self.lose(packet);
+                return;
+            }
+        } else {
+            let held = if self.prio {
+                p.data_bytes()
+            } else {
+                p.queued_bytes
+            };
+            if held + bytes > p.buffer_bytes {
+                if !self.trim {
+                    p.stats.drops += 1;
+                    self.lose(packet);
+                    return;
+                }
+                // NDP: trim the arriving packet or, every other time, the newest queued one
+                // (which the arriving packet replaces), so no flow is trimmed in phase.
+                if p.queued_bytes > p.ecn_threshold_bytes {
+                    packet.ecn = true;
+                    p.stats.ecn_marks += 1;
+                    self.counters.ecn_marks += 1;
+                }
+                self.trim_coin = !self.trim_coin;
+                if self.trim_coin {
+                    if let Some(old) = p.swap_tail(packet) {
+                        packet = old;
+                    }
+                }
+                packet.kind = PacketKind::Header;
+                packet.payload = 0;
+                packet.wire_bytes = self.trim_header;
+                self.counters.trimmed += 1;
+                if p.ctrl_bytes as u64 + self.trim_header as u64 > self.ctrl_cap {
+                    p.stats.drops += 1;
+                    self.lose(packet);
+                    return;
+                }
+                self.hops += 1;
+                if p.push(now, packet) {
+                    let t = p.head_arrival().expect("just pushed");
+                    self.events.push(t, Event::Arrive(port).into());
+                }
+                return;
+            }
+            if packet.kind == PacketKind::Data && p.queued_bytes > p.ecn_threshold_bytes {
+                packet.ecn = true;
+                p.stats.ecn_marks += 1;
+                self.counters.ecn_marks += 1;
+            }
         }
         self.hops += 1;
         if p.push(now, packet) {
@@ -527,12 +801,11 @@ impl Simulation {
 
     /// Accounts a packet dropped by a queue or lost on a link.
     fn lose(&mut self, packet: Packet) {
-        match packet.kind {
-            PacketKind::Data => {
-                self.counters.data_dropped += 1;
-                self.flows[packet.flow.idx()].packets_dropped += 1;
-            }
-            PacketKind::Ack => self.counters.acks_dropped += 1,
+        if packet.kind.is_forward() {
+            self.counters.data_dropped += 1;
+            self.flows[packet.flow.idx()].packets_dropped += 1;
+        } else {
+            self.counters.acks_dropped += 1;
         }
     }
 
@@ -558,7 +831,7 @@ impl Simulation {
         let out = match self.sc.topology.route(s, packet.dst) {
             Route::Port(p) => p,
             Route::Group { first, n } => {
-                let is_ack = packet.kind == PacketKind::Ack;
+                let is_ack = !packet.kind.is_forward();
                 let weights = self.weights.get(s, packet.dst.0 / self.hosts_per_tor);
                 if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
                     // Converged routing knows no path to the destination from here.
@@ -593,30 +866,77 @@ impl Simulation {
     }
 
     fn receive(&mut self, h: HostId, packet: Packet) {
-        let flow = &mut self.flows[packet.flow.idx()];
+        let now = self.now;
+        let f = packet.flow;
+        let flow = &mut self.flows[f.idx()];
         match packet.kind {
-            PacketKind::Data => {
+            PacketKind::Data | PacketKind::Header => {
                 debug_assert_eq!(packet.dst, h);
                 self.counters.data_delivered += 1;
-                flow.recv_bytes += packet.payload as u64;
                 flow.data_packets_received += 1;
-                let just_done = flow.finish.is_none() && flow.recv_bytes >= flow.spec.size_bytes;
+                let was_done = flow.finish.is_some();
+                let (kind, seq) = match &mut flow.rx {
+                    None => {
+                        flow.recv_bytes += packet.payload as u64;
+                        (PacketKind::Ack, packet.seq)
+                    }
+                    Some(_) if packet.kind == PacketKind::Header => (PacketKind::Nack, packet.seq),
+                    Some(rx) => {
+                        let d = rx.on_data(packet.seq);
+                        if !d.fresh {
+                            self.counters.discarded += 1;
+                        }
+                        match **rx {
+                            // A coded message is handed over whole when it decodes.
+                            Receiver::Coded { .. } if d.complete && !was_done => {
+                                flow.recv_bytes = flow.spec.size_bytes;
+                            }
+                            Receiver::Coded { .. } => {}
+                            _ if d.fresh => flow.recv_bytes += packet.payload as u64,
+                            _ => {}
+                        }
+                        match d.reply {
+                            Reply::Ack(s) => (PacketKind::Ack, s),
+                            Reply::Nack(s) => (PacketKind::Nack, s),
+                            Reply::None => (PacketKind::Pull, 0),
+                        }
+                    }
+                };
+                let complete = match &flow.rx {
+                    None => flow.recv_bytes >= flow.spec.size_bytes,
+                    Some(rx) => rx.complete(),
+                };
+                let just_done = !was_done && complete;
                 if just_done {
-                    flow.finish = Some(self.now);
+                    flow.finish = Some(now);
                     self.completed += 1;
                 }
-                // The ACK keeps the data's flow, sequence, entropy, ECN mark and send time.
-                let mut ack = packet;
-                ack.kind = PacketKind::Ack;
-                ack.src = h;
-                ack.dst = packet.src;
-                ack.wire_bytes = self.ack_bytes;
-                ack.payload = 0;
-                ack.done = flow.finish.is_some();
-                self.counters.acks_sent += 1;
-                self.enqueue(PortId(h.0), ack);
+                let cnp = self.cc == CcKind::Dcqcn
+                    && packet.ecn
+                    && flow.last_cnp.is_none_or(|t| now - t >= self.cnp_interval);
+                if cnp {
+                    flow.last_cnp = Some(now);
+                }
+                // The reply keeps the data's flow, transmission, entropy, ECN mark and send time.
+                if kind != PacketKind::Pull {
+                    let mut ack = packet;
+                    ack.kind = kind;
+                    ack.seq = seq;
+                    ack.src = h;
+                    ack.dst = packet.src;
+                    ack.wire_bytes = self.ack_bytes as u16;
+                    ack.payload = 0;
+                    ack.done = flow.finish.is_some();
+                    ack.cnp = cnp;
+                    self.counters.acks_sent += 1;
+                    self.enqueue(PortId(h.0), ack);
+                }
+                if self.cc == CcKind::Eqds && !complete {
+                    self.hosts[h.idx()].pulls.push_back((f, packet.entropy));
+                    self.try_pull(h);
+                }
                 if just_done {
-                    self.activate_all(packet.flow, true);
+                    self.activate_all(f, true);
                 }
             }
             PacketKind::Ack => {
@@ -625,13 +945,64 @@ impl Simulation {
                     entropy: packet.entropy,
                     ecn: packet.ecn,
                     sent_at: packet.sent_at,
-                    now: self.now,
+                    now,
                 });
-                flow.last_ack = self.now;
-                if packet.done && !flow.sender_done {
-                    flow.sender_done = true;
-                    self.activate_all(packet.flow, false);
+                flow.last_ack = now;
+                let mut done = packet.done;
+                if let Some(tx) = &mut flow.tx {
+                    let o = tx.on_ack(packet.xmit, packet.seq, now, packet.sent_at);
+                    if tx.lr == LossRecoveryKind::GoBackN && flow.next_seq < tx.snd_una {
+                        flow.next_seq = tx.snd_una;
+                    }
+                    flow.cc.on_ack(&AckSample {
+                        now,
+                        acked_bytes: o.newly_acked,
+                        ecn: packet.ecn,
+                        rtt: now - packet.sent_at,
+                        cnp: packet.cnp,
+                        inflight: tx.inflight,
+                    });
+                    if o.lost > 0 {
+                        flow.cc.on_loss(now, o.lost_bytes, LossKind::Reorder);
+                    }
+                    done |= tx.all_acked();
                 }
+                if done && !flow.sender_done {
+                    flow.sender_done = true;
+                    self.activate_all(f, false);
+                }
+                self.wake_flow(f);
+            }
+            PacketKind::Nack => {
+                self.counters.acks_delivered += 1;
+                // To a host policy a NACK is a congested path: its queue overflowed.
+                flow.lb.on_ack(AckInfo {
+                    entropy: packet.entropy,
+                    ecn: true,
+                    sent_at: packet.sent_at,
+                    now,
+                });
+                flow.last_ack = now;
+                if let Some(tx) = &mut flow.tx {
+                    let (o, rewind) = tx.on_nack(packet.xmit, packet.seq);
+                    if let Some(seq) = rewind {
+                        flow.next_seq = seq;
+                    }
+                    flow.cc.on_loss(now, o.lost_bytes, LossKind::Nack);
+                    if tx.all_acked() && !flow.sender_done {
+                        flow.sender_done = true;
+                        self.activate_all(f, false);
+                    }
+                }
+                self.wake_flow(f);
+            }
+            PacketKind::Pull => {
+                self.counters.acks_delivered += 1;
+                flow.last_ack = now;
+                if let Some(tx) = &mut flow.tx {
+                    tx.credit = tx.credit.saturating_add(1);
+                }
+                self.wake_flow(f);
             }
         }
     }
@@ -687,9 +1058,10 @@ impl Simulation {
         let mut f = InFlight::default();
         for p in &self.ports {
             for slot in &p.ring {
-                match slot.pkt.kind {
-                    PacketKind::Data => f.data += 1,
-                    PacketKind::Ack => f.acks += 1,
+                if slot.pkt.kind.is_forward() {
+                    f.data += 1;
+                } else {
+                    f.acks += 1;
                 }
             }
         }
@@ -701,9 +1073,11 @@ impl Simulation {
         let r = self.sc.topology.switch_ports();
         let mut max = 0;
         let mut over = false;
+        // Priority ports hold control packets in a buffer of their own.
+        let extra = if self.prio { self.ctrl_cap } else { 0 };
         for p in &self.ports[r] {
             max = max.max(p.max_bytes);
-            over |= p.max_bytes > p.buffer_bytes;
+            over |= p.max_bytes > p.buffer_bytes + extra;
         }
         (max, over)
     }
@@ -724,6 +1098,8 @@ impl Simulation {
                     .map(|t| (t - f.started.unwrap_or(f.spec.start)).ps()),
                 data_packets_sent: f.data_packets_sent,
                 packets_dropped: f.packets_dropped,
+                retransmissions: f.retransmissions,
+                timeouts: f.timeouts,
             })
             .collect()
     }
@@ -800,6 +1176,11 @@ impl Simulation {
             link_losses: self.counters.link_losses,
             failed_links: sc.failures.iter().map(|f| f.name.clone()).collect(),
             timeouts: self.flows.iter().map(|f| f.timeouts).sum(),
+            cc: self.cc.name().to_string(),
+            loss_recovery: self.lr.name().to_string(),
+            retransmissions: self.flows.iter().map(|f| f.retransmissions).sum(),
+            packets_trimmed: self.counters.trimmed,
+            discarded_packets: self.counters.discarded,
             wall_seconds: 0.0,
             events_per_second: 0.0,
             seed: sc.file.seed,

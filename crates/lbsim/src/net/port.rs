@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use crate::failure::Fault;
 use crate::ids::NodeId;
-use crate::net::Packet;
+use crate::net::{Packet, PacketKind};
 use crate::time::{BitsPerSec, SimTime};
 
 /// One accepted packet.
@@ -53,6 +53,10 @@ pub struct Port {
     pub peer: NodeId,
     /// `fault` is not `Healthy` (checked on every arrival without touching `fault`).
     pub faulty: bool,
+    /// Control packets (headers, ACKs, NACKs, pulls) go ahead of queued data (trimming, EQDS).
+    pub prio: bool,
+    /// Bytes of control packets held (queued or in service), as of the last `sync`.
+    pub ctrl_bytes: u32,
     // Cold.
     pub rate: BitsPerSec,
     /// The rate when healthy (a degraded link runs below it).
@@ -93,6 +97,8 @@ impl Port {
             max_bytes: 0,
             peer,
             faulty: false,
+            prio: false,
+            ctrl_bytes: 0,
             rate,
             nominal_rate: rate,
             fault: Fault::Healthy,
@@ -113,7 +119,7 @@ impl Port {
     }
 
     #[inline]
-    pub fn serialization(&self, bytes: u32) -> SimTime {
+    pub fn serialization(&self, bytes: u16) -> SimTime {
         if self.ps_per_byte != 0 {
             SimTime(bytes as u64 * self.ps_per_byte as u64)
         } else {
@@ -129,9 +135,12 @@ impl Port {
             if s.tx_end > now {
                 break;
             }
-            let (t, b) = (s.tx_end, s.pkt.wire_bytes);
+            let (t, b, data) = (s.tx_end, s.pkt.wire_bytes, s.pkt.kind == PacketKind::Data);
             self.account(t);
             self.queued_bytes -= b as u64;
+            if !data {
+                self.ctrl_bytes -= b as u32;
+            }
             self.departed += 1;
         }
     }
@@ -147,14 +156,60 @@ impl Port {
     #[inline]
     pub fn push(&mut self, now: SimTime, pkt: Packet) -> bool {
         let bytes = pkt.wire_bytes;
-        let start = self.busy_until.max(now);
-        let tx_end = start + self.serialization(bytes);
-        self.busy_until = tx_end;
         self.account(now);
         self.queued_bytes += bytes as u64;
         self.max_bytes = self.max_bytes.max(self.queued_bytes);
+        if pkt.kind != PacketKind::Data {
+            self.ctrl_bytes += bytes as u32;
+            if self.prio && (self.departed as usize) < self.ring.len() {
+                self.insert_ahead(pkt);
+                return false;
+            }
+        }
+        let start = self.busy_until.max(now);
+        let tx_end = start + self.serialization(bytes);
+        self.busy_until = tx_end;
         self.ring.push_back(Slot { tx_end, pkt });
         self.ring.len() == 1
+    }
+
+    /// Bytes of data packets held (what trimming and a priority port's drop-tail limit count).
+    #[inline]
+    pub fn data_bytes(&self) -> u64 {
+        self.queued_bytes - self.ctrl_bytes as u64
+    }
+
+    /// Puts a control packet behind the packet in service and the control packets already
+    /// waiting, ahead of every waiting data packet, whose departures all move back by its
+    /// serialization. The packet in service is `ring[departed]`: everything before it has left
+    /// and it started when its predecessor did (or when it came), both no later than now.
+    fn insert_ahead(&mut self, pkt: Packet) {
+        let ser = self.serialization(pkt.wire_bytes);
+        let mut i = self.departed as usize + 1;
+        while i < self.ring.len() && self.ring[i].pkt.kind != PacketKind::Data {
+            i += 1;
+        }
+        let tx_end = self.ring[i - 1].tx_end + ser;
+        for s in self.ring.range_mut(i..) {
+            s.tx_end = s.tx_end + ser;
+        }
+        self.busy_until = self.busy_until + ser;
+        self.ring.insert(i, Slot { tx_end, pkt });
+    }
+
+    /// Replaces the newest waiting packet (if it is data of `wire_bytes`, not in service) with
+    /// `pkt`, keeping its departure, and returns it (NDP trims the arriving packet or the last
+    /// one queued alternately, so that no flow's packets are trimmed in phase).
+    pub fn swap_tail(&mut self, pkt: Packet) -> Option<Packet> {
+        let n = self.ring.len();
+        if n < self.departed as usize + 2 {
+            return None;
+        }
+        let tail = &mut self.ring[n - 1];
+        if tail.pkt.kind != PacketKind::Data || tail.pkt.wire_bytes != pkt.wire_bytes {
+            return None;
+        }
+        Some(std::mem::replace(&mut tail.pkt, pkt))
     }
 
     /// Arrival time of the ring's head at the far end.
@@ -210,7 +265,6 @@ fn ps_per_byte(rate: BitsPerSec) -> u32 {
 mod tests {
     use super::*;
     use crate::ids::{FlowId, HostId};
-    use crate::net::PacketKind;
 
     fn pkt(seq: u32) -> Packet {
         Packet {
@@ -220,10 +274,12 @@ mod tests {
             wire_bytes: 1000,
             payload: 900,
             seq,
+            xmit: seq,
             entropy: 0,
             kind: PacketKind::Data,
             ecn: false,
             done: false,
+            cnp: false,
             sent_at: SimTime::ZERO,
         }
     }
@@ -260,6 +316,56 @@ mod tests {
         assert!(p.idle(SimTime(1_000_000)));
         p.push(SimTime(1_000_000), pkt(2));
         assert_eq!(p.busy_until, SimTime(1_080_000));
+    }
+
+    #[test]
+    fn control_packets_overtake_waiting_data_on_a_priority_port() {
+        let mut p = port();
+        p.prio = true;
+        for s in 0..3 {
+            p.push(SimTime::ZERO, pkt(s));
+        }
+        // Data 0 is in service until 80 ns; a 100-byte ACK (8 ns) goes next, then a second
+        // one behind it, and data 1 and 2 move back by 16 ns.
+        let mut ack = pkt(9);
+        ack.kind = PacketKind::Ack;
+        ack.wire_bytes = 100;
+        assert!(!p.push(SimTime(10_000), ack));
+        ack.seq = 10;
+        p.push(SimTime(20_000), ack);
+        let order: Vec<(u32, u64)> = p.ring.iter().map(|s| (s.pkt.seq, s.tx_end.0)).collect();
+        assert_eq!(
+            order,
+            vec![
+                (0, 80_000),
+                (9, 88_000),
+                (10, 96_000),
+                (1, 176_000),
+                (2, 256_000)
+            ]
+        );
+        assert_eq!(p.busy_until, SimTime(256_000));
+        assert_eq!((p.queued_bytes, p.data_bytes()), (3200, 3000));
+        p.sync(SimTime(96_000));
+        assert_eq!((p.queued_bytes, p.ctrl_bytes), (2000, 0));
+        // An idle port just queues it.
+        let mut q = port();
+        q.prio = true;
+        assert!(q.push(SimTime::ZERO, ack));
+    }
+
+    #[test]
+    fn swap_tail_keeps_the_departure_and_never_touches_the_packet_in_service() {
+        let mut p = port();
+        p.push(SimTime::ZERO, pkt(0));
+        assert!(
+            p.swap_tail(pkt(7)).is_none(),
+            "the only packet is in service"
+        );
+        p.push(SimTime::ZERO, pkt(1));
+        assert_eq!(p.swap_tail(pkt(7)).map(|k| k.seq), Some(1));
+        assert_eq!(p.ring[1].pkt.seq, 7);
+        assert_eq!(p.ring[1].tx_end, SimTime(160_000));
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub struct FlowRecord {
     pub fct_ps: Option<u64>,
     pub data_packets_sent: u64,
     pub packets_dropped: u64,
+    /// Data packets sent again by loss recovery.
+    pub retransmissions: u64,
+    /// Retransmission (or no-ACK) timeouts.
+    pub timeouts: u64,
 }
 
 /// summary.json. Field names are a contract other tools rely on.
@@ -52,8 +56,19 @@ pub struct Summary {
     pub link_losses: u64,
     /// Links failed by `[[failures]]`, by name.
     pub failed_links: Vec<String>,
-    /// No-ACK timeouts the hosts' policies heard.
+    /// No-ACK timeouts the hosts' policies heard (with a reliable transport: retransmission
+    /// timeouts).
     pub timeouts: u64,
+    /// `transport.cc` and `transport.loss_recovery`.
+    pub cc: String,
+    pub loss_recovery: String,
+    /// Data packets sent again by loss recovery (erasure repairs are not retransmissions).
+    pub retransmissions: u64,
+    /// Data packets whose payload a full queue trimmed (loss_recovery = "trim").
+    pub packets_trimmed: u64,
+    /// Data packets a receiver did not use: already held (spurious retransmissions), or out of
+    /// order under go-back-N. Nothing is handed to the application twice.
+    pub discarded_packets: u64,
     pub wall_seconds: f64,
     pub events_per_second: f64,
     pub seed: u64,

@@ -1,26 +1,79 @@
-//! Transport: per-flow sender and receiver state.
+//! Transport: per-flow sender and receiver state, with congestion control (`cc`) and loss
+//! recovery (`reliable`) as independent policies.
 //!
-//! The idealized stack of the study: congestion control is a constant rate (`rate_coef` x line
-//! rate, shared round-robin by the host's active flows, see `crate::sim`), and loss recovery is
-//! zero-overhead rateless erasure coding: the sender keeps sending new packets until an ACK says
-//! the receiver holds as many bytes as the message, so a lost packet costs only its slot. Every
-//! data packet is ACKed; ACKs echo the ECN mark and the entropy for the adaptive schemes.
+//! The study's idealized stack is the default and the fast path: congestion control is a
+//! constant rate (`rate_coef` x line rate, shared round-robin by the host's active flows, see
+//! `crate::sim`), and loss recovery is zero-overhead rateless erasure coding: the sender keeps
+//! sending new packets until an ACK says the receiver holds as many bytes as the message, so a
+//! lost packet costs only its slot. Such a flow carries no scoreboard at all. Every data packet is
+//! ACKed; ACKs echo the ECN mark, the entropy and the send time for the adaptive schemes.
+
+pub mod cc;
+pub mod reliable;
+
+use serde::{Deserialize, Serialize};
 
 use crate::ids::FlowId;
 use crate::lb::HostLb;
 use crate::time::SimTime;
 use crate::workload::FlowSpec;
+use cc::Cc;
+use reliable::{Receiver, Sender};
+
+/// `transport.loss_recovery`
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossRecoveryKind {
+    /// Zero-overhead rateless erasure coding: send new packets until the receiver holds the message.
+    IdealErasure,
+    /// A real erasure code: the message plus k repair packets, decoded from any n of them; a
+    /// timeout sends more when the sender has run out.
+    Erasure,
+    /// Selective ACKs, loss declared after `reorder_threshold` later transmissions were ACKed.
+    Sack,
+    /// RoCE: in-order receiver, NACK of the first gap, the sender rewinds to it.
+    GoBackN,
+    /// NDP: full queues trim payloads, the receiver NACKs the header, the sender resends at once.
+    Trim,
+}
+
+impl LossRecoveryKind {
+    pub const ALL: [LossRecoveryKind; 5] = [
+        LossRecoveryKind::IdealErasure,
+        LossRecoveryKind::Erasure,
+        LossRecoveryKind::Sack,
+        LossRecoveryKind::GoBackN,
+        LossRecoveryKind::Trim,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LossRecoveryKind::IdealErasure => "ideal_erasure",
+            LossRecoveryKind::Erasure => "erasure",
+            LossRecoveryKind::Sack => "sack",
+            LossRecoveryKind::GoBackN => "go_back_n",
+            LossRecoveryKind::Trim => "trim",
+        }
+    }
+}
 
 /// A flow's sender and receiver state.
 #[derive(Clone, Debug)]
 pub struct Flow {
     pub spec: FlowSpec,
     pub lb: HostLb,
-    /// Payload bytes put on the wire so far (originals and repair packets).
+    pub cc: Cc,
+    /// Loss recovery's sender state; None on the idealized fast path (ideal erasure, constant CC).
+    pub tx: Option<Box<Sender>>,
+    /// Loss recovery's receiver state; None with ideal erasure.
+    pub rx: Option<Box<Receiver>>,
+    /// Payload bytes put on the wire so far (originals, repairs and retransmissions).
     pub sent_bytes: u64,
     pub data_packets_sent: u64,
     pub next_seq: u32,
-    /// Receiver: payload bytes received.
+    /// Transmissions so far (the next data packet's `xmit`).
+    pub next_xmit: u32,
+    /// Receiver: payload bytes handed to the application (each byte once).
     pub recv_bytes: u64,
     pub data_packets_received: u64,
     /// Receiver: when the receiver came to hold the whole message.
@@ -30,22 +83,33 @@ pub struct Flow {
     pub packets_dropped: u64,
     /// When the flow actually started (a gated flow starts when its trigger fires).
     pub started: Option<SimTime>,
-    /// Sender: when the last ACK (or the start) was seen.
+    /// Sender: when the last ACK, NACK or credit (or the start) was seen.
     pub last_ack: SimTime,
     /// Sender: how many no-ACK timeouts fired.
     pub timeouts: u64,
-    /// Sender: with a per-flow rate (failure-aware idealized CC), the earliest next send.
+    /// Sender: with a per-flow rate (failure-aware idealized CC, DCQCN, Swift below one packet),
+    /// the earliest next send.
     pub next_send: SimTime,
+    /// Sender: the flow is in its host's round-robin ring (it leaves it while it may not send).
+    pub in_ring: bool,
+    /// Receiver (DCQCN): when it last sent a congestion notification.
+    pub last_cnp: Option<SimTime>,
+    /// Sender: data packets sent again (retransmissions; erasure repairs are not counted).
+    pub retransmissions: u64,
 }
 
 impl Flow {
-    pub fn new(spec: FlowSpec, lb: HostLb) -> Flow {
+    pub fn new(spec: FlowSpec, lb: HostLb, cc: Cc) -> Flow {
         Flow {
             spec,
             lb,
+            cc,
+            tx: None,
+            rx: None,
             sent_bytes: 0,
             data_packets_sent: 0,
             next_seq: 0,
+            next_xmit: 0,
             recv_bytes: 0,
             data_packets_received: 0,
             finish: None,
@@ -55,6 +119,9 @@ impl Flow {
             last_ack: SimTime::ZERO,
             timeouts: 0,
             next_send: SimTime::ZERO,
+            in_ring: false,
+            last_cnp: None,
+            retransmissions: 0,
         }
     }
 

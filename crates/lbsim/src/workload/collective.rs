@@ -46,6 +46,10 @@ pub enum Algo {
     AllToAllPairwise,
     /// One message from every host h to `hosts[h]` (a drawn derangement).
     Permutation,
+    /// Every other rank sends to rank 0.
+    Incast,
+    /// Rank 0 sends to every other rank.
+    Outcast,
 }
 
 impl Algo {
@@ -58,6 +62,8 @@ impl Algo {
             Algo::AllToAllDirect => "all_to_all",
             Algo::AllToAllPairwise => "all_to_all_pairwise",
             Algo::Permutation => "permutation",
+            Algo::Incast => "incast",
+            Algo::Outcast => "outcast",
         }
     }
 }
@@ -323,6 +329,16 @@ pub fn collective(
         Algo::Permutation => {
             for (r, &d) in hosts.iter().enumerate() {
                 b.send(r as u32, d, bytes, &s0);
+            }
+        }
+        Algo::Incast => {
+            for r in 1..n {
+                b.send(hosts[r], hosts[0], bytes, &s0);
+            }
+        }
+        Algo::Outcast => {
+            for r in 1..n {
+                b.send(hosts[0], hosts[r], bytes, &s0);
             }
         }
         Algo::AllToAllPairwise => {

@@ -203,6 +203,14 @@ fn keys_for(kind: WorkloadKind) -> &'static [&'static str] {
             "layer_bytes",
             "compute_us_per_layer",
         ],
+        WorkloadKind::Incast | WorkloadKind::Outcast => &[
+            "fan_in",
+            "gpus_per_host",
+            "placement",
+            "first_host",
+            "iterations",
+            "start_us",
+        ],
         _ => PLACE,
     }
 }
@@ -244,6 +252,8 @@ const ALL_KINDS: &[WorkloadKind] = &[
     WorkloadKind::RingAllgather,
     WorkloadKind::HalvingDoublingAllreduce,
     WorkloadKind::Fsdp,
+    WorkloadKind::Incast,
+    WorkloadKind::Outcast,
 ];
 
 type Resolved = (Vec<u32>, JobWork, u32, u32, SimTime);
@@ -318,9 +328,14 @@ fn resolve(
         ));
     }
     let capacity = (topo.hosts - first) as u64 * gpus as u64;
-    let n = match w.group_size {
-        Some(n) => n as u64,
-        None => capacity / groups as u64,
+    let n = match (w.group_size, w.kind) {
+        (_, WorkloadKind::Incast | WorkloadKind::Outcast) => match w.fan_in {
+            Some(0) => return Err(err("fan_in", "must be at least 1".into())),
+            Some(f) => f as u64 + 1,
+            None => capacity,
+        },
+        (Some(n), _) => n as u64,
+        (None, _) => capacity / groups as u64,
     };
     if n < 2 {
         return Err(err("group_size", "a group needs at least 2 ranks".into()));
@@ -393,6 +408,8 @@ fn resolve(
                 WorkloadKind::RingReduceScatter => Algo::RingReduceScatter,
                 WorkloadKind::RingAllgather => Algo::RingAllgather,
                 WorkloadKind::HalvingDoublingAllreduce => Algo::HalvingDoublingAllreduce,
+                WorkloadKind::Incast => Algo::Incast,
+                WorkloadKind::Outcast => Algo::Outcast,
                 _ => match w.all_to_all_algorithm {
                     Some(AllToAllAlgorithm::Pairwise) => Algo::AllToAllPairwise,
                     _ => Algo::AllToAllDirect,

@@ -1,0 +1,282 @@
+//! Congestion control: one policy per flow, dispatched by `match` (no boxing), independent of the
+//! load balancer and of loss recovery. The simulator tells a policy about every send, every ACK
+//! and every loss its loss recovery declares; the policy answers with a window (bytes in flight
+//! allowed) and/or a pacing rate.
+//!
+//! `constant` is the study's idealized CC (no state: the host shares its line rate among its
+//! flows); `eqds` is receiver-driven, so its sender side is only a credit count kept by the
+//! simulator (the receiver's pull pacer lives in `crate::sim`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::{BitsPerSec, SimTime};
+
+pub mod dcqcn;
+pub mod dctcp;
+pub mod nscc;
+pub mod swift;
+
+pub use dcqcn::{Dcqcn, DcqcnConfig};
+pub use dctcp::{Dctcp, DctcpConfig};
+pub use nscc::{Nscc, NsccConfig};
+pub use swift::{Swift, SwiftConfig};
+
+/// `transport.cc`
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CcKind {
+    /// Idealized: every flow sends at rate_coef x line rate shared by its host's active flows.
+    Constant,
+    Dctcp,
+    Dcqcn,
+    Swift,
+    /// Swift fed with the median of recent delay samples, blind to reordering-declared losses.
+    Mswift,
+    /// Ultra Ethernet's sender-based CC.
+    Nscc,
+    /// Receiver-driven: one BDP unsolicited, then only on the receiver's paced credit.
+    Eqds,
+}
+
+impl CcKind {
+    pub const ALL: [CcKind; 7] = [
+        CcKind::Constant,
+        CcKind::Dctcp,
+        CcKind::Dcqcn,
+        CcKind::Swift,
+        CcKind::Mswift,
+        CcKind::Nscc,
+        CcKind::Eqds,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CcKind::Constant => "constant",
+            CcKind::Dctcp => "dctcp",
+            CcKind::Dcqcn => "dcqcn",
+            CcKind::Swift => "swift",
+            CcKind::Mswift => "mswift",
+            CcKind::Nscc => "nscc",
+            CcKind::Eqds => "eqds",
+        }
+    }
+}
+
+/// What a policy knows about its flow's path when the flow starts.
+#[derive(Clone, Copy, Debug)]
+pub struct CcCtx {
+    /// Round trip of one full data packet out and its ACK back on an idle path.
+    pub base_rtt: SimTime,
+    /// The most the flow may send at: the NIC's line rate x `transport.rate_coef`.
+    pub line_rate: BitsPerSec,
+    /// Payload bytes of a full data packet.
+    pub mss: u32,
+    /// Wire bytes of a full data packet.
+    pub mtu: u32,
+    /// Links on the path (a 3-tier fat-tree across pods: 6).
+    pub hops: u32,
+    /// line_rate x base_rtt, in payload bytes.
+    pub bdp: u64,
+    /// Loss recovery trims packets (NSCC's target delay depends on it).
+    pub trimming: bool,
+}
+
+/// What the sender learns from one ACK of a data packet.
+#[derive(Clone, Copy, Debug)]
+pub struct AckSample {
+    pub now: SimTime,
+    /// Payload bytes this ACK newly acknowledges (0 for a duplicate or a spurious retransmission).
+    pub acked_bytes: u64,
+    /// The acknowledged data packet carried a CE mark.
+    pub ecn: bool,
+    /// Round trip of the acknowledged transmission (now - its send time).
+    pub rtt: SimTime,
+    /// DCQCN: the receiver sent a congestion notification with this ACK (at most one per
+    /// `dcqcn.cnp_interval_us` per flow).
+    pub cnp: bool,
+    /// Payload bytes still in flight after this ACK.
+    pub inflight: u64,
+}
+
+/// Why loss recovery declared a packet lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossKind {
+    /// Enough later packets were acknowledged (SACK reorder threshold).
+    Reorder,
+    /// The receiver said so: a trimmed header's NACK or go-back-N's out-of-order NACK.
+    Nack,
+    /// The retransmission timer expired.
+    Timeout,
+}
+
+/// Per-CC parameters, `[transport.<cc>]` tables; every field has its paper's default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CcConfigs {
+    pub dctcp: DctcpConfig,
+    pub dcqcn: DcqcnConfig,
+    pub swift: SwiftConfig,
+    /// MSwift reads `[transport.swift]` too; this adds its median window.
+    pub mswift: swift::MswiftConfig,
+    pub nscc: NsccConfig,
+}
+
+/// A flow's congestion controller.
+#[derive(Clone, Debug)]
+pub enum Cc {
+    /// No state: the host's round-robin and pacer set the rate.
+    Constant,
+    Dctcp(Box<Dctcp>),
+    Dcqcn(Box<Dcqcn>),
+    Swift(Box<Swift>),
+    Nscc(Box<Nscc>),
+    /// Credit is kept by the simulator.
+    Eqds,
+}
+
+impl Cc {
+    pub fn new(kind: CcKind, cfg: &CcConfigs, ctx: &CcCtx) -> Cc {
+        match kind {
+            CcKind::Constant => Cc::Constant,
+            CcKind::Dctcp => Cc::Dctcp(Box::new(Dctcp::new(&cfg.dctcp, ctx))),
+            CcKind::Dcqcn => Cc::Dcqcn(Box::new(Dcqcn::new(&cfg.dcqcn, ctx))),
+            CcKind::Swift => Cc::Swift(Box::new(Swift::new(&cfg.swift, None, ctx))),
+            CcKind::Mswift => Cc::Swift(Box::new(Swift::new(&cfg.swift, Some(&cfg.mswift), ctx))),
+            CcKind::Nscc => Cc::Nscc(Box::new(Nscc::new(&cfg.nscc, ctx))),
+            CcKind::Eqds => Cc::Eqds,
+        }
+    }
+
+    /// Bytes the flow may have in flight, if window-limited.
+    #[inline]
+    pub fn window(&self) -> Option<u64> {
+        match self {
+            Cc::Dctcp(c) => Some(c.window()),
+            Cc::Swift(c) => Some(c.window()),
+            Cc::Nscc(c) => Some(c.window()),
+            Cc::Constant | Cc::Dcqcn(_) | Cc::Eqds => None,
+        }
+    }
+
+    /// The flow's own pacing rate at `now`, if it has one (else the host's line rate applies).
+    #[inline]
+    pub fn rate(&mut self, now: SimTime) -> Option<BitsPerSec> {
+        match self {
+            Cc::Dcqcn(c) => Some(c.rate(now)),
+            Cc::Swift(c) => c.pacing_rate(),
+            Cc::Constant | Cc::Dctcp(_) | Cc::Nscc(_) | Cc::Eqds => None,
+        }
+    }
+
+    #[inline]
+    pub fn on_send(&mut self, now: SimTime, bytes: u64) {
+        match self {
+            Cc::Dctcp(c) => c.on_send(now, bytes),
+            Cc::Dcqcn(c) => c.on_send(now, bytes),
+            Cc::Swift(c) => c.on_send(now, bytes),
+            Cc::Nscc(c) => c.on_send(now, bytes),
+            Cc::Constant | Cc::Eqds => {}
+        }
+    }
+
+    #[inline]
+    pub fn on_ack(&mut self, s: &AckSample) {
+        match self {
+            Cc::Dctcp(c) => c.on_ack(s),
+            Cc::Dcqcn(c) => c.on_ack(s),
+            Cc::Swift(c) => c.on_ack(s),
+            Cc::Nscc(c) => c.on_ack(s),
+            Cc::Constant | Cc::Eqds => {}
+        }
+    }
+
+    /// Loss recovery declared `bytes` of payload lost.
+    #[inline]
+    pub fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
+        match self {
+            Cc::Dctcp(c) => c.on_loss(now, bytes, kind),
+            Cc::Dcqcn(c) => c.on_loss(now, bytes, kind),
+            Cc::Swift(c) => c.on_loss(now, bytes, kind),
+            Cc::Nscc(c) => c.on_loss(now, bytes, kind),
+            Cc::Constant | Cc::Eqds => {}
+        }
+    }
+}
+
+/// Ok if `v` is finite and within `[lo, hi]` (`hi` may be infinite); else the field and why.
+fn check_range(
+    field: &'static str,
+    v: f64,
+    lo: f64,
+    hi: f64,
+) -> Result<(), (&'static str, String)> {
+    if v.is_finite() && v >= lo && v <= hi {
+        return Ok(());
+    }
+    let want = if hi.is_infinite() {
+        format!(">= {lo}")
+    } else {
+        format!("in [{lo}, {hi}]")
+    };
+    Err((field, format!("must be a finite number {want}, got {v}")))
+}
+
+/// Ok if `v` is finite and strictly positive.
+fn check_positive(field: &'static str, v: f64) -> Result<(), (&'static str, String)> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err((field, format!("must be a finite number > 0, got {v}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cc_configs_round_trip_through_toml() {
+        let mut cfg = CcConfigs::default();
+        let text = toml::to_string(&cfg).unwrap();
+        assert_eq!(toml::from_str::<CcConfigs>(&text).unwrap(), cfg);
+        cfg.dctcp.initial_window_packets = Some(12.5);
+        cfg.dcqcn.byte_counter_bytes = 1 << 20;
+        cfg.swift.base_target_us = Some(25.0);
+        cfg.swift.max_cwnd_packets = Some(64.0);
+        cfg.mswift.median_window = Some(9);
+        cfg.nscc.target_qdelay_us = Some(4.0);
+        cfg.nscc.apply_interval_mtus = 3;
+        let text = toml::to_string(&cfg).unwrap();
+        assert_eq!(toml::from_str::<CcConfigs>(&text).unwrap(), cfg);
+        // Every table may be partial: unset fields keep their defaults.
+        let partial: CcConfigs = toml::from_str("[swift]\nbeta = 0.5\n").unwrap();
+        assert_eq!(partial.swift.beta, 0.5);
+        assert_eq!(partial.swift.max_mdf, SwiftConfig::default().max_mdf);
+        assert_eq!(partial.dctcp, DctcpConfig::default());
+    }
+
+    #[test]
+    fn unknown_cc_fields_are_rejected() {
+        for text in [
+            "[dctcp]\ngain = 0.1\n",
+            "[dcqcn]\nrate_ai = 40.0\n",
+            "[swift]\nmedian_window = 5\n",
+            "[mswift]\nbeta = 0.8\n",
+            "[nscc]\ntarget_us = 3.0\n",
+            "[hpcc]\n",
+        ] {
+            let err = toml::from_str::<CcConfigs>(text).unwrap_err().to_string();
+            assert!(err.contains("unknown field"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn default_configs_are_valid() {
+        let cfg = CcConfigs::default();
+        cfg.dctcp.validate().unwrap();
+        cfg.dcqcn.validate().unwrap();
+        cfg.swift.validate().unwrap();
+        cfg.mswift.validate().unwrap();
+        cfg.nscc.validate().unwrap();
+    }
+}
