@@ -67,6 +67,14 @@ pub struct TopologyConfig {
     pub buffer_bytes: u64,
     /// CE-mark data packets arriving to a queue holding more than this (default: 20% of the buffer).
     pub ecn_threshold_bytes: Option<u64>,
+    /// RED-style marking (DCQCN's switch): between the threshold (Kmin) and this (Kmax) a data
+    /// packet is marked with probability rising linearly to `ecn_pmax`; above it, always.
+    /// Unset: every packet above the threshold is marked (DCTCP's step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_kmax_bytes: Option<u64>,
+    /// RED's marking probability at Kmax (default 1; the DCQCN paper used 0.01).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_pmax: Option<f64>,
     /// Trimming: what is left of a data packet whose payload a full queue cut (default 64 bytes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trim_header_bytes: Option<u32>,
@@ -90,6 +98,8 @@ impl Default for TopologyConfig {
             switch_latency_ns: 0.0,
             buffer_bytes: 800_000,
             ecn_threshold_bytes: None,
+            ecn_kmax_bytes: None,
+            ecn_pmax: None,
             trim_header_bytes: None,
             control_buffer_bytes: None,
         }
@@ -1000,6 +1010,29 @@ impl Scenario {
                 o,
                 "topology.trim_header_bytes",
                 &format!("must be positive and smaller than a full packet ({mtu} bytes)"),
+            )?;
+        }
+        let kmin = t.ecn_threshold_bytes.unwrap_or(t.buffer_bytes / 5);
+        if let Some(kmax) = t.ecn_kmax_bytes {
+            check(
+                kmax > kmin,
+                o,
+                "topology.ecn_kmax_bytes",
+                &format!("must exceed the marking threshold Kmin ({kmin} bytes)"),
+            )?;
+        }
+        if let Some(pm) = t.ecn_pmax {
+            check(
+                t.ecn_kmax_bytes.is_some(),
+                o,
+                "topology.ecn_pmax",
+                "needs topology.ecn_kmax_bytes (RED marking)",
+            )?;
+            check(
+                pm.is_finite() && pm > 0.0 && pm <= 1.0,
+                o,
+                "topology.ecn_pmax",
+                "must be in (0, 1]",
             )?;
         }
         if let Some(c) = t.control_buffer_bytes {

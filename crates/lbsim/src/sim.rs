@@ -183,6 +183,9 @@ pub struct Simulation {
     cnp_interval: SimTime,
     /// Flows keep a retransmission / no-progress timer.
     timers: bool,
+    /// RED marking: Kmax and the probability there (None: step marking at the threshold).
+    red: Option<(u64, f64)>,
+    red_salt: u64,
 }
 
 /// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
@@ -383,6 +386,12 @@ impl Simulation {
             .serialization((pk.payload_bytes + pk.header_bytes) as u64),
             cnp_interval: SimTime::from_us_f64(tr.dcqcn.cnp_interval_us),
             timers: reliable || !sc.failures.is_empty(),
+            red: sc
+                .file
+                .topology
+                .ecn_kmax_bytes
+                .map(|k| (k, sc.file.topology.ecn_pmax.unwrap_or(1.0))),
+            red_salt: crate::rng::derive_seed(seed, Stream::Salt, u64::MAX),
             sc,
         }
     }
@@ -786,7 +795,16 @@ impl Simulation {
                 }
                 return;
             }
-            if packet.kind == PacketKind::Data && p.queued_bytes > p.ecn_threshold_bytes {
+            if packet.kind == PacketKind::Data
+                && p.queued_bytes > p.ecn_threshold_bytes
+                && self.red.is_none_or(|(kmax, pmax)| {
+                    let q = p.queued_bytes;
+                    let k = p.ecn_threshold_bytes;
+                    // A coin from the packet-hop count: deterministic, no RNG state per port.
+                    let coin = crate::rng::mix64(self.red_salt ^ self.hops) as f64 / 2f64.powi(64);
+                    q >= kmax || coin < pmax * (q - k) as f64 / (kmax - k) as f64
+                })
+            {
                 packet.ecn = true;
                 p.stats.ecn_marks += 1;
                 self.counters.ecn_marks += 1;
@@ -1034,6 +1052,23 @@ impl Simulation {
 
     pub fn now(&self) -> SimTime {
         self.now
+    }
+
+    pub fn scenario(&self) -> &Scenario {
+        &self.sc
+    }
+
+    /// Time-average bytes held by egress port `port` from time zero to the end of the run, and the
+    /// most it held.
+    pub fn port_queue(&self, port: PortId) -> (f64, u64) {
+        let p = &self.ports[port.idx()];
+        let end = self.ended.unwrap_or(self.now);
+        let mean = if end.ps() == 0 {
+            0.0
+        } else {
+            p.area_until(end) as f64 / end.ps() as f64
+        };
+        (mean, p.max_bytes)
     }
 
     pub fn counters(&self) -> Counters {

@@ -1,0 +1,334 @@
+//! Realistic transports: each congestion control against what its paper promises on a single
+//! bottleneck, each loss recovery's overheads and failure modes, and conservation with
+//! exactly-once delivery for every reliable combination.
+
+mod common;
+
+use common::{check_conservation_of, run, scenario_toml};
+use lbsim::ids::{HostId, SwitchId};
+use lbsim::net::Route;
+use lbsim::Simulation;
+
+/// One switch, `hosts` hosts at 100 Gb/s (1 us links): the first `fan_in` + 1 run an incast of
+/// `bytes` per sender into host 0, whose downlink is the bottleneck.
+fn incast_text(hosts: u32, fan_in: u32, bytes: u64, buffer: u64, extra: &str) -> String {
+    format!(
+        "[topology]\nkind = \"leaf_spine\"\nhosts_per_leaf = {hosts}\nleaves = 1\nspines = 1\n\
+         link_gbps = 100\nlink_latency_ns = 1000\nbuffer_bytes = {buffer}\n\
+         [workload]\nkind = \"incast\"\nfan_in = {fan_in}\nmessage_bytes = {bytes}\n{extra}"
+    )
+}
+
+fn incast(cc: &str, lr: &str, fan_in: u32, bytes: u64, buffer: u64, extra: &str) -> Simulation {
+    let text = incast_text(fan_in + 1, fan_in, bytes, buffer, extra);
+    run(scenario_toml(
+        &text,
+        &[
+            &format!("transport.cc={cc}"),
+            &format!("transport.loss_recovery={lr}"),
+            "load_balancing.scheme=ecmp",
+        ],
+    ))
+}
+
+/// (mean, max) bytes queued at the bottleneck: the switch's port to host 0.
+fn bottleneck(sim: &Simulation) -> (f64, u64) {
+    match sim.scenario().topology.route(SwitchId(0), HostId(0)) {
+        Route::Port(p) => sim.port_queue(p),
+        Route::Group { .. } => unreachable!("a host's downlink is one port"),
+    }
+}
+
+/// Jain's fairness index of the flows' throughputs (size over completion time).
+fn jain(sim: &Simulation) -> f64 {
+    let x: Vec<f64> = sim
+        .flows()
+        .iter()
+        .map(|f| {
+            let fct = (f.finish.expect("finished") - f.started.expect("started")).ps() as f64;
+            f.spec.size_bytes as f64 / fct
+        })
+        .collect();
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    s * s / (x.len() as f64 * q)
+}
+
+const MB4: u64 = 4_000_000;
+const BUF: u64 = 1_000_000;
+/// A full packet on the wire (4096 + 62 bytes).
+const MTU: u64 = 4158;
+
+#[test]
+fn dctcp_flows_share_a_bottleneck_fairly_at_line_rate_with_the_queue_near_k() {
+    let sim = incast("dctcp", "sack", 8, MB4, BUF, "");
+    let s = sim.summary();
+    // CCT over the bound is the inverse of the bottleneck's utilisation (the bound is the
+    // receiver's downlink carrying all 8 messages back to back).
+    assert!(s.cct_over_bound.unwrap() <= 1.0 / 0.95, "{s:?}");
+    assert!(jain(&sim) >= 0.95, "Jain {}", jain(&sim));
+    let k = BUF as f64 / 5.0;
+    let (mean, _) = bottleneck(&sim);
+    assert!(
+        (0.5 * k..1.5 * k).contains(&mean),
+        "mean queue {mean} vs K {k}"
+    );
+    assert_eq!(s.packets_dropped, 0);
+}
+
+#[test]
+fn nscc_and_dcqcn_converge_to_a_fair_share_with_a_bounded_queue() {
+    let sim = incast("nscc", "sack", 8, MB4, BUF, "");
+    let s = sim.summary();
+    assert!(s.cct_over_bound.unwrap() <= 1.05, "{s:?}");
+    assert!(jain(&sim) >= 0.95, "Jain {}", jain(&sim));
+    let (_, max) = bottleneck(&sim);
+    // maxwnd is 1.5 BDP per flow: 8 flows overfill one BDP by at most 11 BDPs (about 650 KB).
+    assert!(max < BUF, "max queue {max}");
+    assert_eq!(s.packets_dropped, 0);
+    // DCQCN starts every flow at line rate and hears of the queue only through 50 us-spaced CNPs,
+    // so the first RTTs overflow the buffer; then the rates settle to a fair share and the queue
+    // drains to a small fraction of the buffer (its paper-era additive increase of 40 Mb/s per
+    // 55 us makes the climb back to full utilisation slow at 100 Gb/s).
+    let sim = incast("dcqcn", "sack", 8, MB4, BUF, "");
+    let s = sim.summary();
+    assert_eq!(s.flows_completed, 8);
+    assert!(jain(&sim) >= 0.95, "Jain {}", jain(&sim));
+    let (mean, _) = bottleneck(&sim);
+    assert!(mean < 0.1 * BUF as f64, "mean queue {mean}");
+    assert_eq!(s.timeouts, 0);
+}
+
+/// Mean queueing delay at the bottleneck in microseconds (100 Gb/s: 12.5 bytes per ns).
+fn queueing_delay_us(sim: &Simulation) -> f64 {
+    bottleneck(sim).0 / 12_500.0
+}
+
+#[test]
+fn swift_and_mswift_hold_the_queueing_delay_near_their_target() {
+    // Target = base RTT + 2 hops x h: the queue may add 2h to the RTT.
+    for cc in ["swift", "mswift"] {
+        let mut delays = vec![];
+        for h_ns in [500.0, 2000.0] {
+            let extra = format!("[transport.swift]\nper_hop_ns = {h_ns}\n");
+            let sim = incast(cc, "sack", 8, 4 * MB4, BUF, &extra);
+            let s = sim.summary();
+            assert!(s.cct_over_bound.unwrap() <= 1.02, "{cc}: {s:?}");
+            assert_eq!(s.packets_dropped, 0, "{cc}");
+            let d = queueing_delay_us(&sim);
+            let target = 2.0 * h_ns / 1000.0;
+            assert!(
+                (0.5 * target..3.0 * target).contains(&d),
+                "{cc} h={h_ns}: delay {d} us, target {target} us"
+            );
+            delays.push(d);
+        }
+        // Raising the target by 3 us raises the delay by about as much.
+        assert!(
+            (2.0..4.5).contains(&(delays[1] - delays[0])),
+            "{cc}: {delays:?}"
+        );
+    }
+}
+
+#[test]
+fn eqds_incast_of_32_keeps_the_queue_to_a_few_packets_and_finishes_near_the_bound() {
+    // NDP-sized buffers (8 packets) with trimming: the unsolicited first BDP of 32 senders is
+    // trimmed, then the receiver's paced credit keeps the bottleneck nearly empty.
+    let sim = incast("eqds", "trim", 32, 1_000_000, 8 * MTU, "");
+    let s = sim.summary();
+    assert!(s.cct_over_bound.unwrap() <= 1.05, "{s:?}");
+    let (mean, _) = bottleneck(&sim);
+    assert!(mean <= 2.0 * MTU as f64, "mean queue {mean}");
+    assert_eq!((s.packets_dropped, s.timeouts), (0, 0));
+    // Without credit the same incast keeps the queue full.
+    let blind = incast("constant", "trim", 32, 1_000_000, 8 * MTU, "");
+    assert!(bottleneck(&blind).0 > 5.0 * mean);
+}
+
+#[test]
+fn trimming_beats_sack_on_an_incast_into_a_tiny_buffer() {
+    let trim = incast("constant", "trim", 32, 1_000_000, 8 * MTU, "").summary();
+    let sack = incast("constant", "sack", 32, 1_000_000, 8 * MTU, "").summary();
+    assert!(
+        trim.packets_trimmed > 0 && trim.packets_dropped == 0,
+        "{trim:?}"
+    );
+    assert!(trim.end_ps < sack.end_ps, "trim {trim:?}\nsack {sack:?}");
+    assert!(
+        trim.timeouts < sack.timeouts,
+        "trim {trim:?}\nsack {sack:?}"
+    );
+}
+
+fn fat_tree(scheme: &str, lr: &str, sets: &[&str]) -> lbsim::Summary {
+    let mut all = vec![
+        "topology.k=4".to_string(),
+        format!("load_balancing.scheme={scheme}"),
+        format!("transport.loss_recovery={lr}"),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let all: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
+    run(common::scenario(&all)).summary()
+}
+
+#[test]
+fn go_back_n_is_undone_by_spraying_reordering() {
+    let ecmp = fat_tree("ecmp", "go_back_n", &["workload.message_bytes=500000"]);
+    let spray = fat_tree(
+        "host_spray",
+        "go_back_n",
+        &["workload.message_bytes=500000"],
+    );
+    assert_eq!((ecmp.flows_completed, spray.flows_completed), (16, 16));
+    assert!(
+        spray.retransmissions > 10 * (ecmp.retransmissions + 1),
+        "spray {} vs ecmp {}",
+        spray.retransmissions,
+        ecmp.retransmissions
+    );
+    // SACK shrugs the same reordering off.
+    let sack = fat_tree("host_spray", "sack", &["workload.message_bytes=500000"]);
+    assert!(sack.retransmissions * 10 < spray.retransmissions);
+}
+
+#[test]
+fn a_larger_reorder_threshold_stops_spurious_retransmissions_under_spraying() {
+    let r3 = fat_tree("host_spray", "sack", &[]);
+    let r32 = fat_tree("host_spray", "sack", &["transport.reorder_threshold=32"]);
+    assert!(r3.retransmissions > 0 && r3.discarded_packets > 0);
+    assert!(r32.retransmissions < r3.retransmissions / 4, "{r32:?}");
+    assert!(r32.cct_over_bound.unwrap() < r3.cct_over_bound.unwrap());
+}
+
+#[test]
+fn erasure_costs_exactly_k_packets_per_message_without_loss() {
+    let sc = common::scenario(&[
+        "topology.k=4",
+        "load_balancing.scheme=host_spray",
+        "transport.loss_recovery=erasure",
+        "transport.erasure_extra_packets=7",
+    ]);
+    let sim = run(sc);
+    let s = sim.summary();
+    assert_eq!(s.packets_dropped, 0);
+    // 2 MiB in 4096-byte packets: 512, plus 7.
+    for f in sim.flows() {
+        assert_eq!(f.data_packets_sent, 519);
+        assert_eq!(f.recv_bytes, f.spec.size_bytes);
+    }
+    assert_eq!(s.retransmissions, 0);
+}
+
+#[test]
+fn every_reliable_recovery_delivers_each_byte_exactly_once_and_conserves_packets() {
+    // All-to-all on small buffers: drops (or trims), reordering and timeouts all happen.
+    let text = "[topology]\nk = 4\nbuffer_bytes = 30000\n[workload]\nkind = \"all_to_all\"\nmessage_bytes = 60000\n";
+    for lr in ["erasure", "sack", "go_back_n", "trim"] {
+        let mut losses = 0;
+        for cc in ["constant", "dctcp", "mswift", "nscc", "eqds", "dcqcn"] {
+            let sets = [
+                format!("transport.loss_recovery={lr}"),
+                format!("transport.cc={cc}"),
+                "load_balancing.scheme=host_spray".to_string(),
+                "topology.ecn_threshold_bytes=12000".to_string(),
+            ];
+            let sets: Vec<&str> = sets.iter().map(|s| s.as_str()).collect();
+            let sim = run(scenario_toml(text, &sets));
+            let what = format!("{lr} {cc}");
+            check_conservation_of(&sim, &what);
+            let s = sim.summary();
+            assert_eq!(s.flows_completed, s.flows, "{what}: {s:?}");
+            for f in sim.flows() {
+                assert_eq!(f.recv_bytes, f.spec.size_bytes, "{what}: each byte once");
+            }
+            losses += s.packets_dropped + s.packets_trimmed;
+        }
+        assert!(
+            losses > 100,
+            "{lr}: the case must exercise recovery ({losses} losses)"
+        );
+    }
+}
+
+#[test]
+fn reliable_runs_are_deterministic() {
+    let go = || {
+        let sim = incast("dctcp", "sack", 8, 1_000_000, 100_000, "");
+        (sim.summary().deterministic_json(), sim.flow_records().len())
+    };
+    assert_eq!(go(), go());
+}
+
+#[test]
+fn incast_and_outcast_bounds_are_the_shared_link() {
+    for (kind, one_is_dst) in [("incast", true), ("outcast", false)] {
+        let text = incast_text(9, 8, 1_000_000, BUF, "").replace("incast", kind);
+        let sc = scenario_toml(&text, &[]);
+        assert_eq!(sc.flows.len(), 8);
+        assert!(sc
+            .flows
+            .iter()
+            .all(|f| (if one_is_dst { f.dst } else { f.src }) == HostId(0)));
+        let s = run(sc).summary();
+        // 8 x 245 packets (244 full + one of 576 bytes) through one 100 Gb/s port at 80 ps/byte.
+        let wire = 8 * (244 * MTU + 576 + 62);
+        assert!(s.lower_bound_ps > wire * 80, "{kind}: {}", s.lower_bound_ps);
+        assert!(s.lower_bound_ps < wire * 80 + 10_000_000, "{kind}");
+    }
+}
+
+#[test]
+fn transport_options_for_another_policy_or_unworkable_combinations_name_the_key() {
+    let cases = [
+        (
+            vec![
+                "transport.loss_recovery=sack",
+                "transport.erasure_extra_packets=5",
+            ],
+            "transport.erasure_extra_packets",
+        ),
+        (
+            vec![
+                "transport.loss_recovery=go_back_n",
+                "transport.reorder_threshold=6",
+            ],
+            "transport.reorder_threshold",
+        ),
+        (
+            vec!["transport.cc=swift", "transport.dctcp.g=0.1"],
+            "transport.dctcp",
+        ),
+        (
+            vec!["transport.cc=dctcp", "transport.failure_aware_rate=true"],
+            "transport.failure_aware_rate",
+        ),
+        (
+            vec!["transport.cc=dcqcn", "topology.ecn_threshold_bytes=900000"],
+            "topology.ecn_threshold_bytes",
+        ),
+        (
+            vec!["topology.trim_header_bytes=80"],
+            "topology.trim_header_bytes",
+        ),
+        (
+            vec!["transport.cc=dctcp", "transport.dctcp.g=-1"],
+            "transport.dctcp.g",
+        ),
+        (vec!["topology.ecn_pmax=0.5"], "topology.ecn_pmax"),
+        (
+            vec!["workload.kind=incast", "workload.fan_in=0"],
+            "workload.fan_in",
+        ),
+        (vec!["transport.cc=tcp"], "transport.cc"),
+    ];
+    for (sets, key) in cases {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let e = lbsim::ScenarioFile::builtin(&sets)
+            .and_then(|f| lbsim::Scenario::build(f, &lbsim::Origin::builtin()))
+            .err()
+            .unwrap_or_else(|| panic!("{sets:?} should be rejected"))
+            .to_string();
+        assert!(e.contains(key), "{sets:?}: {e}");
+    }
+}
