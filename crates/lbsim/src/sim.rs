@@ -927,7 +927,7 @@ impl Simulation {
                         match **rx {
                             // A coded message is handed over whole when it decodes.
                             Receiver::Coded { .. } if d.complete && !was_done => {
-                                flow.recv_bytes = flow.spec.size_bytes;
+                                flow.recv_bytes = flow.size;
                             }
                             Receiver::Coded { .. } => {}
                             _ if d.fresh => flow.recv_bytes += packet.payload as u64,
@@ -941,7 +941,7 @@ impl Simulation {
                     }
                 };
                 let complete = match &flow.rx {
-                    None => flow.recv_bytes >= flow.spec.size_bytes,
+                    None => flow.recv_bytes >= flow.size,
                     Some(rx) => rx.complete(),
                 };
                 let just_done = !was_done && complete;

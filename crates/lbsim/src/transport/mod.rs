@@ -57,50 +57,60 @@ impl LossRecoveryKind {
     }
 }
 
-/// A flow's sender and receiver state.
+/// A flow's sender and receiver state, laid out by hand: a packet's arrival at the receiver touches
+/// only the first cache line, and the sender's send and ACK paths the next ones (at scale every
+/// flow access is a cache miss, and a miss per line touched).
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Flow {
-    pub spec: FlowSpec,
-    pub lb: HostLb,
-    pub cc: Cc,
-    /// Loss recovery's sender state; None on the idealized fast path (ideal erasure, constant CC).
-    pub tx: Option<Box<Sender>>,
-    /// Loss recovery's receiver state; None with ideal erasure.
-    pub rx: Option<Box<Receiver>>,
-    /// Payload bytes put on the wire so far (originals, repairs and retransmissions).
-    pub sent_bytes: u64,
-    pub data_packets_sent: u64,
-    pub next_seq: u32,
-    /// Transmissions so far (the next data packet's `xmit`).
-    pub next_xmit: u32,
+    // Line 1: the receiver.
     /// Receiver: payload bytes handed to the application (each byte once).
     pub recv_bytes: u64,
     pub data_packets_received: u64,
     /// Receiver: when the receiver came to hold the whole message.
     pub finish: Option<SimTime>,
-    /// Sender: an ACK confirmed completion, stop sending.
-    pub sender_done: bool,
-    pub packets_dropped: u64,
-    /// When the flow actually started (a gated flow starts when its trigger fires).
-    pub started: Option<SimTime>,
-    /// Sender: when the last ACK, NACK or credit (or the start) was seen.
-    pub last_ack: SimTime,
-    /// Sender: how many no-ACK timeouts fired.
-    pub timeouts: u64,
+    /// Loss recovery's receiver state; None with ideal erasure.
+    pub rx: Option<Box<Receiver>>,
+    /// The message size (a copy of `spec.size_bytes` on the receiver's line).
+    pub size: u64,
+    /// Receiver (DCQCN): when it last sent a congestion notification.
+    pub last_cnp: Option<SimTime>,
+    // Lines 2-4: the sender.
+    pub lb: HostLb,
+    pub spec: FlowSpec,
+    /// Payload bytes put on the wire so far (originals, repairs and retransmissions).
+    pub sent_bytes: u64,
     /// Sender: with a per-flow rate (failure-aware idealized CC, DCQCN, Swift below one packet),
     /// the earliest next send.
     pub next_send: SimTime,
+    /// Sender: when the last ACK, NACK or credit (or the start) was seen.
+    pub last_ack: SimTime,
+    pub data_packets_sent: u64,
+    pub cc: Cc,
+    /// Loss recovery's sender state; None on the idealized fast path (ideal erasure, constant CC).
+    pub tx: Option<Box<Sender>>,
+    pub next_seq: u32,
+    /// Transmissions so far (the next data packet's `xmit`).
+    pub next_xmit: u32,
+    /// Sender: an ACK confirmed completion, stop sending.
+    pub sender_done: bool,
     /// Sender: the flow is in its host's round-robin ring (it leaves it while it may not send).
     pub in_ring: bool,
-    /// Receiver (DCQCN): when it last sent a congestion notification.
-    pub last_cnp: Option<SimTime>,
+    // Cold.
+    pub packets_dropped: u64,
+    /// When the flow actually started (a gated flow starts when its trigger fires).
+    pub started: Option<SimTime>,
+    /// Sender: how many no-ACK timeouts fired.
+    pub timeouts: u64,
     /// Sender: data packets sent again (retransmissions; erasure repairs are not counted).
     pub retransmissions: u64,
 }
 
 impl Flow {
     pub fn new(spec: FlowSpec, lb: HostLb, cc: Cc) -> Flow {
+        debug_assert_eq!(std::mem::offset_of!(Flow, lb), 64);
         Flow {
+            size: spec.size_bytes,
             spec,
             lb,
             cc,
