@@ -29,6 +29,8 @@ impl Entry {
 
 const SLOTS: usize = 1 << 14;
 const WORDS: usize = SLOTS / 64;
+/// An emptied bucket keeps at most this many entries' room.
+const SHRINK_ABOVE: usize = 8;
 
 /// A priority queue of events carried as 32-bit values.
 #[derive(Debug)]
@@ -186,6 +188,11 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         let e = v.pop_front().expect("a non-empty bucket");
         if v.is_empty() {
             self.bits[s / 64] &= !(1 << (s % 64));
+            // Synchronized hosts put thousands of events in one bucket; keeping every bucket's
+            // high-water capacity would hold hundreds of MB at 8,192 hosts.
+            if v.capacity() > SHRINK_ABOVE {
+                v.shrink_to(SHRINK_ABOVE);
+            }
         }
         self.count -= 1;
         Some((SimTime(e.time), E::from(e.lo as u32)))
