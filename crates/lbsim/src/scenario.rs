@@ -586,8 +586,11 @@ impl WorkloadKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AllToAllAlgorithm {
-    /// Every pair at once.
+    /// Every pair at once; every rank's messages in destination order (0, 1, 2, ...).
     Direct,
+    /// Every pair at once; rank r's messages in the order r+1, r+2, ... (mod n), as collective
+    /// libraries schedule them, so the ranks' sends do not all converge on one destination.
+    Shifted,
     /// n-1 rounds; in round i rank r sends to r+i once its previous round is complete.
     Pairwise,
 }

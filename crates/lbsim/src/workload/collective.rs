@@ -43,6 +43,8 @@ pub enum Algo {
     RingAllgather,
     HalvingDoublingAllreduce,
     AllToAllDirect,
+    /// Direct, each rank r sending to r+1, r+2, ... in turn (not every rank to 0, 1, ...).
+    AllToAllShifted,
     AllToAllPairwise,
     /// One message from every host h to `hosts[h]` (a drawn derangement).
     Permutation,
@@ -60,6 +62,7 @@ impl Algo {
             Algo::RingAllgather => "ring_allgather",
             Algo::HalvingDoublingAllreduce => "halving_doubling_allreduce",
             Algo::AllToAllDirect => "all_to_all",
+            Algo::AllToAllShifted => "all_to_all_shifted",
             Algo::AllToAllPairwise => "all_to_all_pairwise",
             Algo::Permutation => "permutation",
             Algo::Incast => "incast",
@@ -323,6 +326,14 @@ pub fn collective(
                     if r != d {
                         b.send(hosts[r], hosts[d], bytes, &s0);
                     }
+                }
+            }
+        }
+        Algo::AllToAllShifted => {
+            for r in 0..n {
+                for i in 1..n {
+                    let d = (r + i) % n;
+                    b.send(hosts[r], hosts[d], bytes, &s0);
                 }
             }
         }

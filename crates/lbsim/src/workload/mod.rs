@@ -412,6 +412,7 @@ fn resolve(
                 WorkloadKind::Outcast => Algo::Outcast,
                 _ => match w.all_to_all_algorithm {
                     Some(AllToAllAlgorithm::Pairwise) => Algo::AllToAllPairwise,
+                    Some(AllToAllAlgorithm::Shifted) => Algo::AllToAllShifted,
                     _ => Algo::AllToAllDirect,
                 },
             },
