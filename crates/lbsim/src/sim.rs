@@ -202,6 +202,19 @@ pub struct Simulation {
     red_salt: u64,
 }
 
+/// Whether a data packet arriving at `p` now is CE-marked: above the threshold, always (step
+/// marking) or with RED's probability rising to `pmax` at Kmax. The coin comes from `salt` (the
+/// run's RED salt and the packet-hop count): deterministic, with no RNG state per port.
+#[inline]
+fn marks(p: &Port, red: Option<(u64, f64)>, salt: u64) -> bool {
+    let (q, k) = (p.queued_bytes, p.ecn_threshold_bytes);
+    q > k
+        && red.is_none_or(|(kmax, pmax)| {
+            let coin = crate::rng::mix64(salt) as f64 / 2f64.powi(64);
+            q >= kmax || coin < pmax * (q - k) as f64 / (kmax - k) as f64
+        })
+}
+
 /// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
 fn cc_ctx(
     topo: &crate::net::Topology,
@@ -749,13 +762,10 @@ impl Simulation {
         flow.data_packets_sent += 1;
         self.counters.data_sent += 1;
         host.next_send = now + self.pace_rate.serialization(wire as u64);
-        let p = &mut self.ports[port.idx()];
-        self.hops += 1;
-        if p.push(now, pkt) {
-            let t = p.head_arrival().expect("just pushed");
-            self.events.push(t, Event::Arrive(port).into());
-        }
-        let ready = p.busy_until.max(host.next_send);
+        let next_send = host.next_send;
+        self.admit(port, pkt);
+        let ready = self.ports[port.idx()].busy_until.max(next_send);
+        let host = &mut self.hosts[h.idx()];
         host.wake_pending = true;
         self.events.push(ready, Event::HostWake(h).into());
     }
@@ -764,10 +774,9 @@ impl Simulation {
     /// the threshold. On priority ports control packets have their own buffer and go first.
     #[inline]
     fn enqueue(&mut self, port: PortId, mut packet: Packet) {
-        let now = self.now;
         let bytes = packet.wire_bytes as u64;
         let p = &mut self.ports[port.idx()];
-        p.sync(now);
+        p.sync(self.now);
         if self.prio && packet.kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
                 p.stats.drops += 1;
@@ -780,19 +789,20 @@ impl Simulation {
             } else {
                 p.queued_bytes
             };
-            if held + bytes > p.buffer_bytes {
-                if !self.trim {
-                    p.stats.drops += 1;
-                    self.lose(packet);
-                    return;
-                }
+            let full = held + bytes > p.buffer_bytes;
+            if full && !self.trim {
+                p.stats.drops += 1;
+                self.lose(packet);
+                return;
+            }
+            if packet.kind == PacketKind::Data && marks(p, self.red, self.red_salt ^ self.hops) {
+                packet.ecn = true;
+                p.stats.ecn_marks += 1;
+                self.counters.ecn_marks += 1;
+            }
+            if full {
                 // NDP: trim the arriving packet or, every other time, the newest queued one
                 // (which the arriving packet replaces), so no flow is trimmed in phase.
-                if p.queued_bytes > p.ecn_threshold_bytes {
-                    packet.ecn = true;
-                    p.stats.ecn_marks += 1;
-                    self.counters.ecn_marks += 1;
-                }
                 self.trim_coin = !self.trim_coin;
                 if self.trim_coin {
                     if let Some(old) = p.swap_tail(packet) {
@@ -808,30 +818,17 @@ impl Simulation {
                     self.lose(packet);
                     return;
                 }
-                self.hops += 1;
-                if p.push(now, packet) {
-                    let t = p.head_arrival().expect("just pushed");
-                    self.events.push(t, Event::Arrive(port).into());
-                }
-                return;
-            }
-            if packet.kind == PacketKind::Data
-                && p.queued_bytes > p.ecn_threshold_bytes
-                && self.red.is_none_or(|(kmax, pmax)| {
-                    let q = p.queued_bytes;
-                    let k = p.ecn_threshold_bytes;
-                    // A coin from the packet-hop count: deterministic, no RNG state per port.
-                    let coin = crate::rng::mix64(self.red_salt ^ self.hops) as f64 / 2f64.powi(64);
-                    q >= kmax || coin < pmax * (q - k) as f64 / (kmax - k) as f64
-                })
-            {
-                packet.ecn = true;
-                p.stats.ecn_marks += 1;
-                self.counters.ecn_marks += 1;
             }
         }
+        self.admit(port, packet);
+    }
+
+    /// Puts an admitted packet on the port; the ring's new head gets its arrival event.
+    #[inline]
+    fn admit(&mut self, port: PortId, packet: Packet) {
         self.hops += 1;
-        if p.push(now, packet) {
+        let p = &mut self.ports[port.idx()];
+        if p.push(self.now, packet) {
             let t = p.head_arrival().expect("just pushed");
             self.events.push(t, Event::Arrive(port).into());
         }

@@ -155,9 +155,8 @@ impl Sender {
             highest_acked: None,
             reorder,
             inflight: 0,
-            acked: if tracks && lr != LossRecoveryKind::Erasure {
-                Bits::new(packets)
-            } else if tracks {
+            // One bit per usable sequence number (the message, plus repairs for erasure).
+            acked: if tracks {
                 Bits::new(limit)
             } else {
                 Bits::default()
@@ -420,11 +419,6 @@ impl Sender {
             LossRecoveryKind::GoBackN => self.snd_una >= self.packets,
             _ => false,
         }
-    }
-
-    /// Transmissions not yet resolved.
-    pub fn outstanding(&self) -> usize {
-        self.out.iter().filter(|t| t.state == TxState::Out).count()
     }
 }
 

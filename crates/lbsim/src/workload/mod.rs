@@ -167,52 +167,29 @@ pub fn generate(
 }
 
 /// The optional keys each kind reads.
-fn keys_for(kind: WorkloadKind) -> &'static [&'static str] {
+fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
+    const GROUPS: &[&str] = &["group_size", "groups"];
+    // Where the ranks go and when they run: every collective kind reads these.
     const PLACE: &[&str] = &[
-        "group_size",
-        "groups",
         "gpus_per_host",
         "placement",
         "first_host",
         "iterations",
         "start_us",
     ];
-    match kind {
-        WorkloadKind::Permutation => &["start_us"],
-        WorkloadKind::ConnectionMatrix => &["path"],
-        WorkloadKind::AllToAll => &[
-            "group_size",
-            "groups",
-            "gpus_per_host",
-            "placement",
-            "first_host",
-            "iterations",
-            "start_us",
-            "all_to_all_algorithm",
-        ],
-        WorkloadKind::Fsdp => &[
-            "group_size",
-            "groups",
-            "gpus_per_host",
-            "placement",
-            "first_host",
-            "iterations",
-            "start_us",
-            "model",
-            "layers",
-            "layer_bytes",
-            "compute_us_per_layer",
-        ],
-        WorkloadKind::Incast | WorkloadKind::Outcast => &[
-            "fan_in",
-            "gpus_per_host",
-            "placement",
-            "first_host",
-            "iterations",
-            "start_us",
-        ],
-        _ => PLACE,
-    }
+    let extra: &[&str] = match kind {
+        WorkloadKind::Permutation => return vec!["start_us"],
+        WorkloadKind::ConnectionMatrix => return vec!["path"],
+        // One group whose size is the fan-in.
+        WorkloadKind::Incast | WorkloadKind::Outcast => return [&["fan_in"], PLACE].concat(),
+        WorkloadKind::AllToAll => &["all_to_all_algorithm"],
+        WorkloadKind::Fsdp => &["model", "layers", "layer_bytes", "compute_us_per_layer"],
+        WorkloadKind::RingAllreduce
+        | WorkloadKind::RingReduceScatter
+        | WorkloadKind::RingAllgather
+        | WorkloadKind::HalvingDoublingAllreduce => &[],
+    };
+    [GROUPS, PLACE, extra].concat()
 }
 
 fn check_keys(w: &WorkloadConfig, prefix: &str, origin: &Origin) -> Result<(), ConfigError> {
