@@ -13,7 +13,7 @@ use crate::engine::EventQueue;
 use crate::failure::{self, Effect, Fault, Weights};
 use crate::ids::{FlowId, HostId, NodeId, PortId, SwitchId};
 use crate::lb::{AckInfo, FlowCtx, HostLb, PacketView, SwitchCtx, SwitchKind, SwitchLb};
-use crate::net::{Packet, PacketKind, Port, Route};
+use crate::net::{Packet, PacketKind, Port, Route, Slots};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::{self, bound, FlowRecord, Summary};
@@ -154,6 +154,8 @@ pub struct Simulation {
     event_count: u64,
     hops: u64,
     ports: Vec<Port>,
+    /// The packets the ports hold.
+    slots: Slots,
     hosts: Vec<Host>,
     switches: Vec<Switch>,
     flows: Vec<Flow>,
@@ -379,6 +381,7 @@ impl Simulation {
             event_count: 0,
             hops: 0,
             ports,
+            slots: Slots::new(),
             hosts,
             switches,
             flows,
@@ -651,7 +654,7 @@ impl Simulation {
             return;
         }
         let p = &mut self.ports[port.idx()];
-        p.sync(now);
+        p.sync(now, &self.slots);
         let ready = p.busy_until.max(host.next_send);
         if ready > now {
             host.wake_pending = true;
@@ -776,7 +779,7 @@ impl Simulation {
     fn enqueue(&mut self, port: PortId, mut packet: Packet) {
         let bytes = packet.wire_bytes as u64;
         let p = &mut self.ports[port.idx()];
-        p.sync(self.now);
+        p.sync(self.now, &self.slots);
         if self.prio && packet.kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
                 p.stats.drops += 1;
@@ -805,7 +808,7 @@ impl Simulation {
                 // (which the arriving packet replaces), so no flow is trimmed in phase.
                 self.trim_coin = !self.trim_coin;
                 if self.trim_coin {
-                    if let Some(old) = p.swap_tail(packet) {
+                    if let Some(old) = p.swap_tail(packet, &mut self.slots) {
                         packet = old;
                     }
                 }
@@ -828,8 +831,8 @@ impl Simulation {
     fn admit(&mut self, port: PortId, packet: Packet) {
         self.hops += 1;
         let p = &mut self.ports[port.idx()];
-        if p.push(self.now, packet) {
-            let t = p.head_arrival().expect("just pushed");
+        if p.push(self.now, packet, &mut self.slots) {
+            let t = p.head_arrival(&self.slots).expect("just pushed");
             self.events.push(t, Event::Arrive(port).into());
         }
     }
@@ -846,8 +849,8 @@ impl Simulation {
 
     fn on_arrive(&mut self, port: PortId) {
         let p = &mut self.ports[port.idx()];
-        let pkt = p.pop_arrived(self.now);
-        if let Some(next) = p.head_arrival() {
+        let pkt = p.pop_arrived(self.now, &mut self.slots);
+        if let Some(next) = p.head_arrival(&self.slots) {
             self.events.push(next, Event::Arrive(port).into());
         }
         if p.faulty && p.fault.loses() {
@@ -888,7 +891,7 @@ impl Simulation {
                 // Queue-reading policies must see occupancy as of now.
                 if self.sync_groups {
                     for p in group.iter_mut() {
-                        p.sync(self.now);
+                        p.sync(self.now, &self.slots);
                     }
                 }
                 let group = &*group;
@@ -1083,7 +1086,7 @@ impl Simulation {
         let mean = if end.ps() == 0 {
             0.0
         } else {
-            p.area_until(end) as f64 / end.ps() as f64
+            p.area_until(end, &self.slots) as f64 / end.ps() as f64
         };
         (mean, p.max_bytes)
     }
@@ -1109,7 +1112,7 @@ impl Simulation {
     pub fn in_flight(&self) -> InFlight {
         let mut f = InFlight::default();
         for p in &self.ports {
-            for slot in &p.ring {
+            for slot in p.packets(&self.slots) {
                 if slot.pkt.kind.is_forward() {
                     f.data += 1;
                 } else {
@@ -1198,7 +1201,10 @@ impl Simulation {
         };
         let r = sc.topology.switch_ports();
         let nports = r.len().max(1) as f64;
-        let area: u128 = self.ports[r].iter().map(|p| p.area_until(end)).sum();
+        let area: u128 = self.ports[r]
+            .iter()
+            .map(|p| p.area_until(end, &self.slots))
+            .sum();
         let mean_queue = if end.ps() == 0 {
             0.0
         } else {

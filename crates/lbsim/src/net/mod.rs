@@ -5,5 +5,5 @@ pub mod port;
 pub mod topology;
 
 pub use packet::{Packet, PacketKind};
-pub use port::Port;
+pub use port::{Port, Slots};
 pub use topology::{LinkParams, PathProfile, Route, Shape, Tier, Topology};

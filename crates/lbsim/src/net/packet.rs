@@ -1,7 +1,6 @@
-//! Packets. A packet is a small Copy value that moves by value through the ports' rings: each ring
-//! is contiguous and read in order, so a hop touches memory the hardware prefetches, where a
-//! global slab addressed by id cost a cache miss per hop (profiled: a quarter of the run time).
-//! Sizes are 16-bit (scenarios reject larger frames) so the packet stays 40 bytes.
+//! Packets. A packet is a small Copy value held in a cache-line slot of the ports' shared store
+//! (`port::Slots`) while it is queued or on a wire. Sizes are 16-bit (scenarios reject larger
+//! frames) so the packet stays 40 bytes and a slot one line.
 
 use crate::ids::{FlowId, HostId};
 use crate::time::SimTime;
