@@ -12,7 +12,9 @@ use std::collections::VecDeque;
 use crate::engine::EventQueue;
 use crate::failure::{self, Effect, Fault, Weights};
 use crate::ids::{FlowId, HostId, NodeId, PortId, SwitchId};
-use crate::lb::{AckInfo, FlowCtx, HostLb, PacketView, SwitchCtx, SwitchKind, SwitchLb};
+use crate::lb::{
+    AckInfo, FlowCtx, HostKind, HostLb, HostLbs, PacketView, SwitchCtx, SwitchKind, SwitchLb,
+};
 use crate::net::{Packet, PacketKind, Port, Route, Slots};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
@@ -159,6 +161,7 @@ pub struct Simulation {
     hosts: Vec<Host>,
     switches: Vec<Switch>,
     flows: Vec<Flow>,
+    host_lbs: HostLbs,
     mss: u32,
     header: u32,
     ack_bytes: u32,
@@ -302,24 +305,33 @@ impl Simulation {
         let cc_kind = tr.cc;
         let ccs = tr.cc_configs();
         let reliable = lr != LossRecoveryKind::IdealErasure || cc_kind != CcKind::Constant;
+        let host_lbs = match sc.scheme.host {
+            HostKind::Oblivious => HostLbs::Oblivious,
+            kind => HostLbs::PerFlow(
+                sc.flows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, spec)| {
+                        let ctx = FlowCtx {
+                            src: spec.src,
+                            dst: spec.dst,
+                            topology: topo,
+                            config: lb_cfg,
+                        };
+                        HostLb::new(kind, &ctx, &mut rng_for(seed, Stream::Flow, i as u64))
+                    })
+                    .collect(),
+            ),
+        };
         let flows = sc
             .flows
             .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let mut rng = rng_for(seed, Stream::Flow, i as u64);
-                let ctx = FlowCtx {
-                    src: spec.src,
-                    dst: spec.dst,
-                    topology: topo,
-                    config: lb_cfg,
-                };
-                let lb = HostLb::new(sc.scheme.host, &ctx, &mut rng);
+            .map(|spec| {
                 if !reliable {
-                    return Flow::new(*spec, lb, Cc::Constant);
+                    return Flow::new(*spec, Cc::Constant);
                 }
                 let cctx = cc_ctx(topo, spec, pace_rate, pk, lr == LossRecoveryKind::Trim);
-                let mut flow = Flow::new(*spec, lb, Cc::new(cc_kind, &ccs, &cctx));
+                let mut flow = Flow::new(*spec, Cc::new(cc_kind, &ccs, &cctx));
                 let credit = (cc_kind == CcKind::Eqds).then(|| {
                     ((tr.eqds.unsolicited_bdp * cctx.bdp as f64 / pk.payload_bytes as f64).ceil()
                         as u32)
@@ -385,6 +397,7 @@ impl Simulation {
             hosts,
             switches,
             flows,
+            host_lbs,
             pace_rate,
             completed: 0,
             counters: Counters::default(),
@@ -490,7 +503,7 @@ impl Simulation {
         }
         flow.started = Some(self.now);
         flow.in_ring = true;
-        let src = flow.spec.src;
+        let src = flow.src;
         flow.last_ack = self.now;
         let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
         self.hosts[src.idx()].active.push_back(f);
@@ -515,7 +528,7 @@ impl Simulation {
             self.events.push(due, Event::FlowTimer(f).into());
             return;
         }
-        flow.lb.on_timeout(now);
+        self.host_lbs.on_timeout(f, now);
         flow.timeouts += 1;
         let next = match &mut flow.tx {
             None => now + self.rto,
@@ -540,7 +553,7 @@ impl Simulation {
             return;
         }
         flow.in_ring = true;
-        let src = flow.spec.src;
+        let src = flow.src;
         self.hosts[src.idx()].active.push_back(f);
         self.try_send(src);
     }
@@ -565,7 +578,7 @@ impl Simulation {
             let pull = Packet {
                 flow: f,
                 src: h,
-                dst: flow.spec.src,
+                dst: flow.src,
                 seq: 0,
                 xmit: 0,
                 entropy,
@@ -720,8 +733,10 @@ impl Simulation {
         };
         let wire = next.payload + self.header;
         let mut rate = self.flow_rates.as_ref().map(|r| r[f.idx()]);
-        if let Some(r) = flow.cc.rate(now) {
-            rate = Some(rate.map_or(r, |x| BitsPerSec(x.0.min(r.0))));
+        if flow.tx.is_some() {
+            if let Some(r) = flow.cc.rate(now) {
+                rate = Some(rate.map_or(r, |x| BitsPerSec(x.0.min(r.0))));
+            }
         }
         if let Some(r) = rate {
             flow.next_send = if r.0 == 0 {
@@ -730,12 +745,12 @@ impl Simulation {
                 now + r.serialization(wire as u64)
             };
         }
-        let entropy = flow.lb.next_entropy(now, &mut host.rng);
-        let xmit = flow.next_xmit;
+        let entropy = self.host_lbs.next_entropy(f, now, &mut host.rng);
+        let xmit = flow.next_xmit();
         let pkt = Packet {
             flow: f,
-            src: flow.spec.src,
-            dst: flow.spec.dst,
+            src: flow.src,
+            dst: flow.dst,
             seq: next.seq,
             xmit,
             entropy,
@@ -747,7 +762,6 @@ impl Simulation {
             done: false,
             cnp: false,
         };
-        flow.next_xmit = xmit.wrapping_add(1);
         if !next.retransmission {
             flow.next_seq = flow.next_seq.wrapping_add(1);
         }
@@ -761,7 +775,7 @@ impl Simulation {
             tx.on_sent(next, xmit);
             flow.cc.on_send(now, next.payload as u64);
         }
-        flow.sent_bytes += next.payload as u64;
+        flow.unsent = flow.unsent.saturating_sub(next.payload as u64);
         flow.data_packets_sent += 1;
         self.counters.data_sent += 1;
         host.next_send = now + self.pace_rate.serialization(wire as u64);
@@ -769,6 +783,10 @@ impl Simulation {
         self.admit(port, pkt);
         let ready = self.ports[port.idx()].busy_until.max(next_send);
         let host = &mut self.hosts[h.idx()];
+        // The round-robin's next flow sends at the wake-up: fetch its line now.
+        if let Some(&g) = host.active.front() {
+            crate::engine::prefetch(&self.flows[g.idx()].tx);
+        }
         host.wake_pending = true;
         self.events.push(ready, Event::HostWake(h).into());
     }
@@ -850,8 +868,18 @@ impl Simulation {
     fn on_arrive(&mut self, port: PortId) {
         let p = &mut self.ports[port.idx()];
         let pkt = p.pop_arrived(self.now, &mut self.slots);
-        if let Some(next) = p.head_arrival(&self.slots) {
-            self.events.push(next, Event::Arrive(port).into());
+        if let Some(next) = p.head(&self.slots) {
+            self.events
+                .push(next.tx_end + p.latency, Event::Arrive(port).into());
+            // A host handles the next arrival with its flow's line: fetch it a packet ahead.
+            if let NodeId::Host(_) = p.peer {
+                let f = &self.flows[next.pkt.flow.idx()];
+                if next.pkt.kind.is_forward() {
+                    crate::engine::prefetch(&f.recv_bytes);
+                } else {
+                    crate::engine::prefetch(&f.tx);
+                }
+            }
         }
         if p.faulty && p.fault.loses() {
             p.stats.link_losses += 1;
@@ -979,12 +1007,15 @@ impl Simulation {
             }
             PacketKind::Ack => {
                 self.counters.acks_delivered += 1;
-                flow.lb.on_ack(AckInfo {
-                    entropy: packet.entropy,
-                    ecn: packet.ecn,
-                    sent_at: packet.sent_at,
-                    now,
-                });
+                self.host_lbs.on_ack(
+                    f,
+                    AckInfo {
+                        entropy: packet.entropy,
+                        ecn: packet.ecn,
+                        sent_at: packet.sent_at,
+                        now,
+                    },
+                );
                 flow.last_ack = now;
                 let mut done = packet.done;
                 if let Some(tx) = &mut flow.tx {
@@ -1014,12 +1045,15 @@ impl Simulation {
             PacketKind::Nack => {
                 self.counters.acks_delivered += 1;
                 // To a host policy a NACK is a congested path: its queue overflowed.
-                flow.lb.on_ack(AckInfo {
-                    entropy: packet.entropy,
-                    ecn: true,
-                    sent_at: packet.sent_at,
-                    now,
-                });
+                self.host_lbs.on_ack(
+                    f,
+                    AckInfo {
+                        entropy: packet.entropy,
+                        ecn: true,
+                        sent_at: packet.sent_at,
+                        now,
+                    },
+                );
                 flow.last_ack = now;
                 if let Some(tx) = &mut flow.tx {
                     let (o, rewind) = tx.on_nack(packet.xmit, packet.seq);

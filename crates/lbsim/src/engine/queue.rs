@@ -8,8 +8,6 @@
 //! few thousand entries spent hundreds on comparisons (measured with callgrind). The order is
 //! exactly the heap's: the same (time, sequence) key decides everywhere.
 
-use std::collections::VecDeque;
-
 use crate::time::SimTime;
 
 /// Time in the high word, then (sequence << 32 | event) in the low word: comparing the pair as one
@@ -41,8 +39,11 @@ pub struct EventQueue<E> {
     /// The cursor's absolute bucket: every wheel entry's bucket is in [cur, cur + SLOTS).
     cur: u64,
     /// Each bucket sorted by key: entries mostly arrive in order (later sequence, same or later
-    /// time), so insertion is a push at the back and removal a pop at the front.
-    slots: Vec<VecDeque<Entry>>,
+    /// time), so insertion is a push at the back. Only the cursor's bucket is ever popped, so one
+    /// index says how much of it is gone, and the bucket is cleared when it runs out.
+    slots: Vec<Vec<Entry>>,
+    /// Entries of the cursor's bucket before this index have been popped.
+    head: usize,
     /// Bit b: slot b is non-empty.
     bits: Vec<u64>,
     /// Entries in the wheel.
@@ -70,7 +71,8 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             seq: 0,
             shift: width.max(1).ilog2().min(40),
             cur: 0,
-            slots: vec![VecDeque::new(); SLOTS],
+            slots: vec![Vec::new(); SLOTS],
+            head: 0,
             bits: vec![0; WORDS],
             count: 0,
             far: Heap::default(),
@@ -87,7 +89,7 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     }
 
     /// Schedules `ev` at time `t` (not before the last event popped).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, t: SimTime, ev: E) {
         if self.seq == u32::MAX {
             self.renumber();
@@ -101,19 +103,22 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         });
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, e: Entry) {
         let abs = (e.time >> self.shift).max(self.cur);
         if abs - self.cur < SLOTS as u64 {
             let s = abs as usize % SLOTS;
             let v = &mut self.slots[s];
             let k = e.key();
-            match v.back() {
-                Some(b) if b.key() > k => {
-                    let at = v.partition_point(|x| x.key() < k);
-                    v.insert(at, e);
-                }
-                _ => v.push_back(e),
+            // Keys not yet popped are all below `k`, so the scan never passes `head`.
+            let mut at = v.len();
+            while at > 0 && v[at - 1].key() > k {
+                at -= 1;
+            }
+            if at == v.len() {
+                v.push(e);
+            } else {
+                v.insert(at, e);
             }
             self.bits[s / 64] |= 1 << (s % 64);
             self.count += 1;
@@ -126,8 +131,10 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     #[cold]
     fn renumber(&mut self) {
         let mut all: Vec<Entry> = std::mem::take(&mut self.far.v);
+        self.slots[self.cur as usize % SLOTS].drain(..self.head);
+        self.head = 0;
         for s in &mut self.slots {
-            all.extend(s.drain(..));
+            all.append(s);
         }
         self.bits.fill(0);
         self.count = 0;
@@ -180,13 +187,17 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         }
         let b = self.next_bucket();
         if b != self.cur {
+            debug_assert_eq!(self.head, 0);
             self.cur = b;
             self.migrate();
         }
         let s = b as usize % SLOTS;
         let v = &mut self.slots[s];
-        let e = v.pop_front().expect("a non-empty bucket");
-        if v.is_empty() {
+        let e = v[self.head];
+        self.head += 1;
+        if self.head == v.len() {
+            v.clear();
+            self.head = 0;
             self.bits[s / 64] &= !(1 << (s % 64));
             // Synchronized hosts put thousands of events in one bucket; keeping every bucket's
             // high-water capacity would hold hundreds of MB at 8,192 hosts.

@@ -24,7 +24,7 @@ pub mod switch_rr;
 #[cfg(test)]
 mod testutil;
 
-use crate::ids::HostId;
+use crate::ids::{FlowId, HostId};
 use crate::net::{Port, Shape, Tier, Topology};
 use crate::rng::SimRng;
 use crate::scenario::LoadBalancingConfig;
@@ -269,15 +269,16 @@ pub trait HostPolicy {
     fn on_timeout(&mut self, _now: SimTime) {}
 }
 
-/// Per-flow host policy state, dispatched without boxing.
+/// Per-flow host policy state, dispatched without a vtable. Policies with more than a few bytes of
+/// state are boxed, so that a run's table of them stays small (one scheme runs at a time).
 #[derive(Clone, Debug)]
 pub enum HostLb {
     Fixed(ecmp::FixedEntropy),
     Oblivious(spray::Oblivious),
-    Subflow(subflow::Subflows),
-    Plb(plb::Plb),
-    Reps(reps::Reps),
-    Rotation(host_dr::HostDr),
+    Subflow(Box<subflow::Subflows>),
+    Plb(Box<plb::Plb>),
+    Reps(Box<reps::Reps>),
+    Rotation(Box<host_dr::HostDr>),
 }
 
 /// Dispatches one call to the policy inside a `HostLb`.
@@ -300,10 +301,12 @@ impl HostLb {
         match kind {
             HostKind::Fixed => HostLb::Fixed(ecmp::FixedEntropy::new(rng)),
             HostKind::Oblivious => HostLb::Oblivious(spray::Oblivious),
-            HostKind::Subflow => HostLb::Subflow(subflow::Subflows::new(cfg.subflow_config(), rng)),
-            HostKind::Plb => HostLb::Plb(plb::Plb::new(cfg.plb_config(), rng)),
-            HostKind::Reps => HostLb::Reps(reps::Reps::new(cfg.reps_config())),
-            HostKind::Rotation => HostLb::Rotation(host_dr::HostDr::new(ctx, rng)),
+            HostKind::Subflow => {
+                HostLb::Subflow(Box::new(subflow::Subflows::new(cfg.subflow_config(), rng)))
+            }
+            HostKind::Plb => HostLb::Plb(Box::new(plb::Plb::new(cfg.plb_config(), rng))),
+            HostKind::Reps => HostLb::Reps(Box::new(reps::Reps::new(cfg.reps_config()))),
+            HostKind::Rotation => HostLb::Rotation(Box::new(host_dr::HostDr::new(ctx, rng))),
         }
     }
 
@@ -319,6 +322,37 @@ impl HostLb {
     #[inline]
     pub fn on_ack(&mut self, ack: AckInfo) {
         host_dispatch!(self, p => p.on_ack(ack))
+    }
+}
+
+/// Every flow's host policy. Oblivious spraying keeps no per-flow state, so its flows need no
+/// table at all: the send path then touches nothing but the flow's own line.
+#[derive(Clone, Debug)]
+pub enum HostLbs {
+    Oblivious,
+    PerFlow(Vec<HostLb>),
+}
+
+impl HostLbs {
+    #[inline]
+    pub fn next_entropy(&mut self, f: FlowId, now: SimTime, rng: &mut SimRng) -> u32 {
+        match self {
+            HostLbs::Oblivious => spray::Oblivious.next_entropy(now, rng),
+            HostLbs::PerFlow(v) => v[f.idx()].next_entropy(now, rng),
+        }
+    }
+
+    pub fn on_timeout(&mut self, f: FlowId, now: SimTime) {
+        if let HostLbs::PerFlow(v) = self {
+            v[f.idx()].on_timeout(now);
+        }
+    }
+
+    #[inline]
+    pub fn on_ack(&mut self, f: FlowId, ack: AckInfo) {
+        if let HostLbs::PerFlow(v) = self {
+            v[f.idx()].on_ack(ack);
+        }
     }
 }
 

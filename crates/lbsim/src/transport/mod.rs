@@ -13,8 +13,7 @@ pub mod reliable;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::FlowId;
-use crate::lb::HostLb;
+use crate::ids::{FlowId, HostId};
 use crate::time::SimTime;
 use crate::workload::FlowSpec;
 use cc::Cc;
@@ -58,8 +57,10 @@ impl LossRecoveryKind {
 }
 
 /// A flow's sender and receiver state, laid out by hand: a packet's arrival at the receiver touches
-/// only the first cache line, and the sender's send and ACK paths the next ones (at scale every
-/// flow access is a cache miss, and a miss per line touched).
+/// only the first cache line, and the sender's send and ACK paths only the second (at scale every
+/// flow access is a cache miss, and a miss per line touched). The host policy's per-flow state
+/// lives apart (`crate::lb::HostLbs`), and congestion control is only read when loss recovery is
+/// (the idealized stack needs neither).
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct Flow {
@@ -75,28 +76,30 @@ pub struct Flow {
     pub size: u64,
     /// Receiver (DCQCN): when it last sent a congestion notification.
     pub last_cnp: Option<SimTime>,
-    // Lines 2-4: the sender.
-    pub lb: HostLb,
-    pub spec: FlowSpec,
-    /// Payload bytes put on the wire so far (originals, repairs and retransmissions).
-    pub sent_bytes: u64,
+    // Line 2: the sender.
+    /// Loss recovery's sender state; None on the idealized fast path (ideal erasure, constant CC).
+    pub tx: Option<Box<Sender>>,
+    /// Message bytes not yet sent once (the fast path's next payload; repairs follow at zero).
+    pub unsent: u64,
     /// Sender: with a per-flow rate (failure-aware idealized CC, DCQCN, Swift below one packet),
     /// the earliest next send.
     pub next_send: SimTime,
     /// Sender: when the last ACK, NACK or credit (or the start) was seen.
     pub last_ack: SimTime,
+    /// Data packets put on the wire; its low 32 bits are the next packet's `xmit`.
     pub data_packets_sent: u64,
-    pub cc: Cc,
-    /// Loss recovery's sender state; None on the idealized fast path (ideal erasure, constant CC).
-    pub tx: Option<Box<Sender>>,
+    /// Copies of `spec.src` and `spec.dst` on the sender's line.
+    pub src: HostId,
+    pub dst: HostId,
     pub next_seq: u32,
-    /// Transmissions so far (the next data packet's `xmit`).
-    pub next_xmit: u32,
     /// Sender: an ACK confirmed completion, stop sending.
     pub sender_done: bool,
     /// Sender: the flow is in its host's round-robin ring (it leaves it while it may not send).
     pub in_ring: bool,
     // Cold.
+    /// Congestion control; `Constant` whenever `tx` is None.
+    pub cc: Cc,
+    pub spec: FlowSpec,
     pub packets_dropped: u64,
     /// When the flow actually started (a gated flow starts when its trigger fires).
     pub started: Option<SimTime>,
@@ -107,19 +110,18 @@ pub struct Flow {
 }
 
 impl Flow {
-    pub fn new(spec: FlowSpec, lb: HostLb, cc: Cc) -> Flow {
-        debug_assert_eq!(std::mem::offset_of!(Flow, lb), 64);
+    pub fn new(spec: FlowSpec, cc: Cc) -> Flow {
         Flow {
             size: spec.size_bytes,
+            unsent: spec.size_bytes,
+            src: spec.src,
+            dst: spec.dst,
             spec,
-            lb,
             cc,
             tx: None,
             rx: None,
-            sent_bytes: 0,
             data_packets_sent: 0,
             next_seq: 0,
-            next_xmit: 0,
             recv_bytes: 0,
             data_packets_received: 0,
             finish: None,
@@ -135,14 +137,20 @@ impl Flow {
         }
     }
 
-    /// Payload of the next data packet: the message in `mss` chunks, then full-size repair packets.
+    /// The next data packet's transmission number.
+    #[inline]
+    pub fn next_xmit(&self) -> u32 {
+        self.data_packets_sent as u32
+    }
+
+    /// Payload of the next new data packet: the message in `mss` chunks, then full-size repair
+    /// packets.
     #[inline]
     pub fn next_payload(&self, mss: u32) -> u32 {
-        let left = self.spec.size_bytes.saturating_sub(self.sent_bytes);
-        if left == 0 {
+        if self.unsent == 0 {
             mss
         } else {
-            left.min(mss as u64) as u32
+            self.unsent.min(mss as u64) as u32
         }
     }
 
@@ -157,4 +165,37 @@ impl Flow {
 #[inline]
 pub fn flow_key(flow: FlowId, is_ack: bool) -> u64 {
     crate::rng::mix64(((flow.0 as u64) << 1) | is_ack as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The receiver's fields fill line 1 and the sender's fast path line 2.
+    #[test]
+    fn hot_fields_fill_one_line_per_side() {
+        assert!(offset_of!(Flow, last_cnp) + size_of::<Option<SimTime>>() <= 64);
+        assert_eq!(offset_of!(Flow, tx), 64);
+        assert!(offset_of!(Flow, in_ring) < 128);
+    }
+
+    #[test]
+    fn the_fast_path_sends_the_message_in_mss_chunks_then_repairs() {
+        let spec = FlowSpec {
+            src: HostId(0),
+            dst: HostId(1),
+            size_bytes: 10_000,
+            start: SimTime::ZERO,
+        };
+        let mut f = Flow::new(spec, Cc::Constant);
+        let mut sizes = vec![];
+        for _ in 0..4 {
+            let p = f.next_payload(4096);
+            f.unsent = f.unsent.saturating_sub(p as u64);
+            sizes.push(p);
+        }
+        assert_eq!(sizes, vec![4096, 4096, 1808, 4096]);
+        assert_eq!(size_of::<Flow>() % 64, 0);
+    }
 }
