@@ -596,7 +596,8 @@ impl Simulation {
                 self.events.push(host.next_pull, Event::PullWake(h).into());
             }
             self.counters.acks_sent += 1;
-            self.enqueue(PortId(h.0), pull);
+            let i = self.slots.insert(pull);
+            self.enqueue(PortId(h.0), i);
             return;
         }
     }
@@ -780,7 +781,8 @@ impl Simulation {
         self.counters.data_sent += 1;
         host.next_send = now + self.pace_rate.serialization(wire as u64);
         let next_send = host.next_send;
-        self.admit(port, pkt);
+        let i = self.slots.insert(pkt);
+        self.admit(port, i);
         let ready = self.ports[port.idx()].busy_until.max(next_send);
         let host = &mut self.hosts[h.idx()];
         // The round-robin's next flow sends at the wake-up: fetch its line now.
@@ -791,17 +793,21 @@ impl Simulation {
         self.events.push(ready, Event::HostWake(h).into());
     }
 
-    /// Offers `pkt` to an egress port: drop-tail on the byte buffer (or trimming), CE mark above
-    /// the threshold. On priority ports control packets have their own buffer and go first.
+    /// Offers the packet in slot `i` to an egress port: drop-tail on the byte buffer (or
+    /// trimming), CE mark above the threshold. On priority ports control packets have their own
+    /// buffer and go first.
     #[inline]
-    fn enqueue(&mut self, port: PortId, mut packet: Packet) {
-        let bytes = packet.wire_bytes as u64;
+    fn enqueue(&mut self, port: PortId, i: u32) {
+        let (bytes, kind) = {
+            let pk = self.slots.pkt(i);
+            (pk.wire_bytes as u64, pk.kind)
+        };
         let p = &mut self.ports[port.idx()];
         p.sync(self.now, &self.slots);
-        if self.prio && packet.kind != PacketKind::Data {
+        if self.prio && kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
                 p.stats.drops += 1;
-                self.lose(packet);
+                self.lose(i);
                 return;
             }
         } else {
@@ -813,11 +819,11 @@ impl Simulation {
             let full = held + bytes > p.buffer_bytes;
             if full && !self.trim {
                 p.stats.drops += 1;
-                self.lose(packet);
+                self.lose(i);
                 return;
             }
-            if packet.kind == PacketKind::Data && marks(p, self.red, self.red_salt ^ self.hops) {
-                packet.ecn = true;
+            if kind == PacketKind::Data && marks(p, self.red, self.red_salt ^ self.hops) {
+                self.slots.pkt_mut(i).ecn = true;
                 p.stats.ecn_marks += 1;
                 self.counters.ecn_marks += 1;
             }
@@ -826,43 +832,45 @@ impl Simulation {
                 // (which the arriving packet replaces), so no flow is trimmed in phase.
                 self.trim_coin = !self.trim_coin;
                 if self.trim_coin {
-                    if let Some(old) = p.swap_tail(packet, &mut self.slots) {
-                        packet = old;
-                    }
+                    p.swap_tail(i, &mut self.slots);
                 }
+                let packet = self.slots.pkt_mut(i);
                 packet.kind = PacketKind::Header;
                 packet.payload = 0;
                 packet.wire_bytes = self.trim_header;
                 self.counters.trimmed += 1;
                 if p.ctrl_bytes as u64 + self.trim_header as u64 > self.ctrl_cap {
                     p.stats.drops += 1;
-                    self.lose(packet);
+                    self.lose(i);
                     return;
                 }
             }
         }
-        self.admit(port, packet);
+        self.admit(port, i);
     }
 
-    /// Puts an admitted packet on the port; the ring's new head gets its arrival event.
+    /// Puts the admitted packet in slot `i` on the port; the list's new head gets its arrival
+    /// event.
     #[inline]
-    fn admit(&mut self, port: PortId, packet: Packet) {
+    fn admit(&mut self, port: PortId, i: u32) {
         self.hops += 1;
         let p = &mut self.ports[port.idx()];
-        if p.push(self.now, packet, &mut self.slots) {
+        if p.push(self.now, i, &mut self.slots) {
             let t = p.head_arrival(&self.slots).expect("just pushed");
             self.events.push(t, Event::Arrive(port).into());
         }
     }
 
-    /// Accounts a packet dropped by a queue or lost on a link.
-    fn lose(&mut self, packet: Packet) {
+    /// Accounts a packet dropped by a queue or lost on a link, and frees its slot.
+    fn lose(&mut self, i: u32) {
+        let packet = self.slots.pkt(i);
         if packet.kind.is_forward() {
             self.counters.data_dropped += 1;
             self.flows[packet.flow.idx()].packets_dropped += 1;
         } else {
             self.counters.acks_dropped += 1;
         }
+        self.slots.release(i);
     }
 
     fn on_arrive(&mut self, port: PortId) {
@@ -893,7 +901,8 @@ impl Simulation {
         }
     }
 
-    fn forward(&mut self, s: SwitchId, packet: Packet) {
+    fn forward(&mut self, s: SwitchId, i: u32) {
+        let packet = *self.slots.pkt(i);
         let out = match self.sc.topology.route(s, packet.dst) {
             Route::Port(p) => p,
             Route::Group { first, n } => {
@@ -902,7 +911,7 @@ impl Simulation {
                 if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
                     // Converged routing knows no path to the destination from here.
                     self.counters.unroutable += 1;
-                    self.lose(packet);
+                    self.lose(i);
                     return;
                 }
                 let view = PacketView {
@@ -928,11 +937,15 @@ impl Simulation {
                 PortId(first.0 + i as u32)
             }
         };
-        self.enqueue(out, packet);
+        self.enqueue(out, i);
     }
 
-    fn receive(&mut self, h: HostId, packet: Packet) {
+    fn receive(&mut self, h: HostId, i: u32) {
         let now = self.now;
+        let packet = *self.slots.pkt(i);
+        if !packet.kind.is_forward() {
+            self.slots.release(i);
+        }
         let f = packet.flow;
         let flow = &mut self.flows[f.idx()];
         match packet.kind {
@@ -995,7 +1008,10 @@ impl Simulation {
                     ack.done = flow.finish.is_some();
                     ack.cnp = cnp;
                     self.counters.acks_sent += 1;
-                    self.enqueue(PortId(h.0), ack);
+                    *self.slots.pkt_mut(i) = ack;
+                    self.enqueue(PortId(h.0), i);
+                } else {
+                    self.slots.release(i);
                 }
                 if self.cc == CcKind::Eqds && !complete {
                     self.hosts[h.idx()].pulls.push_back((f, packet.entropy));
@@ -1140,6 +1156,11 @@ impl Simulation {
 
     pub fn flows(&self) -> &[Flow] {
         &self.flows
+    }
+
+    /// Packets in the ports' shared store (equals `in_flight`'s total unless a slot leaked).
+    pub fn packets_stored(&self) -> usize {
+        self.slots.in_use()
     }
 
     /// Counts the packets held in queues, in service and on wires, by kind.

@@ -44,6 +44,40 @@ impl Slots {
         Slots::default()
     }
 
+    /// Stores a packet not yet on any port; the caller hands the slot to `Port::push` or back
+    /// to `release`.
+    #[inline]
+    pub fn insert(&mut self, pkt: Packet) -> u32 {
+        self.alloc(Slot {
+            pkt,
+            tx_end: SimTime::ZERO,
+            next: NIL,
+        })
+    }
+
+    /// The packet in slot `i`.
+    #[inline]
+    pub fn pkt(&self, i: u32) -> &Packet {
+        &self.slots[i as usize].pkt
+    }
+
+    #[inline]
+    pub fn pkt_mut(&mut self, i: u32) -> &mut Packet {
+        &mut self.slots[i as usize].pkt
+    }
+
+    /// Slots holding a packet (for conservation checks).
+    pub fn in_use(&self) -> usize {
+        let mut free = 0;
+        let mut i = self.free;
+        while let Some(j) = i {
+            free += 1;
+            let n = self.slots[j as usize].next;
+            i = (n != NIL).then_some(n);
+        }
+        self.slots.len() - free
+    }
+
     #[inline]
     fn alloc(&mut self, slot: Slot) -> u32 {
         match self.free {
@@ -62,8 +96,9 @@ impl Slots {
         }
     }
 
+    /// Frees slot `i` (its packet was delivered, dropped or lost).
     #[inline]
-    fn release(&mut self, i: u32) {
+    pub fn release(&mut self, i: u32) {
         self.slots[i as usize].next = self.free.unwrap_or(NIL);
         self.free = Some(i);
     }
@@ -226,29 +261,30 @@ impl Port {
         self.busy_until <= now
     }
 
-    /// Accepts a packet at `now` (after `sync` and the admission check); returns true if the
-    /// list was empty, i.e. the caller must schedule the head's arrival.
+    /// Accepts the packet in slot `i` at `now` (after `sync` and the admission check); returns
+    /// true if the list was empty, i.e. the caller must schedule the head's arrival.
     #[inline]
-    pub fn push(&mut self, now: SimTime, pkt: Packet, slots: &mut Slots) -> bool {
-        let bytes = pkt.wire_bytes;
+    pub fn push(&mut self, now: SimTime, i: u32, slots: &mut Slots) -> bool {
+        let (bytes, kind) = {
+            let p = slots.pkt(i);
+            (p.wire_bytes, p.kind)
+        };
         self.account(now);
         self.queued_bytes += bytes as u64;
         self.max_bytes = self.max_bytes.max(self.queued_bytes);
-        if pkt.kind != PacketKind::Data {
+        if kind != PacketKind::Data {
             self.ctrl_bytes += bytes as u32;
             if self.prio && self.dep != NIL {
-                self.insert_ahead(pkt, slots);
+                self.insert_ahead(i, slots);
                 return false;
             }
         }
         let start = self.busy_until.max(now);
         let tx_end = start + self.serialization(bytes);
         self.busy_until = tx_end;
-        let i = slots.alloc(Slot {
-            pkt,
-            tx_end,
-            next: NIL,
-        });
+        let s = slots.get_mut(i);
+        s.tx_end = tx_end;
+        s.next = NIL;
         let was_empty = self.head == NIL;
         if was_empty {
             self.head = i;
@@ -273,8 +309,8 @@ impl Port {
     /// waiting, ahead of every waiting data packet, whose departures all move back by its
     /// serialization. The packet in service is `dep`: everything before it has left and it
     /// started when its predecessor did (or when it came), both no later than now.
-    fn insert_ahead(&mut self, pkt: Packet, slots: &mut Slots) {
-        let ser = self.serialization(pkt.wire_bytes);
+    fn insert_ahead(&mut self, n: u32, slots: &mut Slots) {
+        let ser = self.serialization(slots.pkt(n).wire_bytes);
         let mut prev = self.dep;
         let mut i = slots.get(prev).next;
         while i != NIL && slots.get(i).pkt.kind != PacketKind::Data {
@@ -289,29 +325,30 @@ impl Port {
             j = s.next;
         }
         self.busy_until = self.busy_until + ser;
-        let n = slots.alloc(Slot {
-            pkt,
-            tx_end,
-            next: i,
-        });
+        let s = slots.get_mut(n);
+        s.tx_end = tx_end;
+        s.next = i;
         slots.get_mut(prev).next = n;
         if i == NIL {
             self.tail = n;
         }
     }
 
-    /// Replaces the newest waiting packet (if it is data of `wire_bytes`, not in service) with
-    /// `pkt`, keeping its departure, and returns it (NDP trims the arriving packet or the last
-    /// one queued alternately, so that no flow's packets are trimmed in phase).
-    pub fn swap_tail(&mut self, pkt: Packet, slots: &mut Slots) -> Option<Packet> {
+    /// Swaps the packet in slot `i` with the newest waiting packet (if it is data of the same
+    /// size, not in service), which keeps its departure; returns whether it did (NDP trims the
+    /// arriving packet or the last one queued alternately, so that no flow's packets are
+    /// trimmed in phase).
+    pub fn swap_tail(&mut self, i: u32, slots: &mut Slots) -> bool {
         if self.dep == NIL || self.dep == self.tail {
-            return None;
+            return false;
         }
-        let tail = &mut slots.get_mut(self.tail).pkt;
-        if tail.kind != PacketKind::Data || tail.wire_bytes != pkt.wire_bytes {
-            return None;
+        let (arriving, tail) = (*slots.pkt(i), *slots.pkt(self.tail));
+        if tail.kind != PacketKind::Data || tail.wire_bytes != arriving.wire_bytes {
+            return false;
         }
-        Some(std::mem::replace(tail, pkt))
+        *slots.pkt_mut(self.tail) = arriving;
+        *slots.pkt_mut(i) = tail;
+        true
     }
 
     /// Arrival time of the list's head at the far end.
@@ -326,22 +363,21 @@ impl Port {
         (self.head != NIL).then(|| slots.get(self.head))
     }
 
-    /// Removes the head, which has reached the far end at `now`.
+    /// Removes the head, which has reached the far end at `now`, and returns its slot (still
+    /// holding the packet, which moves on in it).
     #[inline]
-    pub fn pop_arrived(&mut self, now: SimTime, slots: &mut Slots) -> Packet {
+    pub fn pop_arrived(&mut self, now: SimTime, slots: &mut Slots) -> u32 {
         self.sync(now, slots);
         let i = self.head;
         debug_assert!(i != NIL && i != self.dep, "a packet on the wire");
-        let s = *slots.get(i);
-        self.head = s.next;
+        self.head = slots.get(i).next;
         if self.head == NIL {
             self.tail = NIL;
         } else {
             // The new head is read now (its arrival is scheduled); the one after it arrives next.
             slots.prefetch(slots.get(self.head).next);
         }
-        slots.release(i);
-        s.pkt
+        i
     }
 
     /// The packets held, oldest first (on the wire, then in service, then queued).
@@ -436,18 +472,19 @@ mod tests {
     fn back_to_back_packets_depart_one_serialization_apart() {
         let mut p = port();
         let mut st = Slots::new();
-        assert!(p.push(SimTime::ZERO, pkt(0), &mut st));
-        assert!(!p.push(SimTime::ZERO, pkt(1), &mut st));
+        assert!(p.push(SimTime::ZERO, st.insert(pkt(0)), &mut st));
+        assert!(!p.push(SimTime::ZERO, st.insert(pkt(1)), &mut st));
         assert_eq!(p.head_arrival(&st), Some(SimTime(80_000 + 500_000)));
         assert_eq!(p.queued_bytes, 2000);
         p.sync(SimTime(80_000), &st);
         assert_eq!(p.queued_bytes, 1000);
-        assert_eq!(p.pop_arrived(SimTime(580_000), &mut st).seq, 0);
+        let first = p.pop_arrived(SimTime(580_000), &mut st);
+        assert_eq!(st.pkt(first).seq, 0);
         assert_eq!(p.head_arrival(&st), Some(SimTime(160_000 + 500_000)));
         // A late packet starts when it arrives, not when the last one ended.
         p.sync(SimTime(1_000_000), &st);
         assert!(p.idle(SimTime(1_000_000)));
-        p.push(SimTime(1_000_000), pkt(2), &mut st);
+        p.push(SimTime(1_000_000), st.insert(pkt(2)), &mut st);
         assert_eq!(p.busy_until, SimTime(1_080_000));
     }
 
@@ -457,16 +494,16 @@ mod tests {
         let mut st = Slots::new();
         p.prio = true;
         for s in 0..3 {
-            p.push(SimTime::ZERO, pkt(s), &mut st);
+            p.push(SimTime::ZERO, st.insert(pkt(s)), &mut st);
         }
         // Data 0 is in service until 80 ns; a 100-byte ACK (8 ns) goes next, then a second
         // one behind it, and data 1 and 2 move back by 16 ns.
         let mut ack = pkt(9);
         ack.kind = PacketKind::Ack;
         ack.wire_bytes = 100;
-        assert!(!p.push(SimTime(10_000), ack, &mut st));
+        assert!(!p.push(SimTime(10_000), st.insert(ack), &mut st));
         ack.seq = 10;
-        p.push(SimTime(20_000), ack, &mut st);
+        p.push(SimTime(20_000), st.insert(ack), &mut st);
         let order: Vec<(u32, u64)> = p.packets(&st).map(|x| (x.pkt.seq, x.tx_end.0)).collect();
         assert_eq!(
             order,
@@ -485,20 +522,22 @@ mod tests {
         // An idle port just queues it.
         let mut q = port();
         q.prio = true;
-        assert!(q.push(SimTime::ZERO, ack, &mut st));
+        assert!(q.push(SimTime::ZERO, st.insert(ack), &mut st));
     }
 
     #[test]
     fn swap_tail_keeps_the_departure_and_never_touches_the_packet_in_service() {
         let mut p = port();
         let mut st = Slots::new();
-        p.push(SimTime::ZERO, pkt(0), &mut st);
+        p.push(SimTime::ZERO, st.insert(pkt(0)), &mut st);
+        let seven = st.insert(pkt(7));
         assert!(
-            p.swap_tail(pkt(7), &mut st).is_none(),
+            !p.swap_tail(seven, &mut st),
             "the only packet is in service"
         );
-        p.push(SimTime::ZERO, pkt(1), &mut st);
-        assert_eq!(p.swap_tail(pkt(7), &mut st).map(|k| k.seq), Some(1));
+        p.push(SimTime::ZERO, st.insert(pkt(1)), &mut st);
+        assert!(p.swap_tail(seven, &mut st));
+        assert_eq!(st.pkt(seven).seq, 1);
         let tail = p.packets(&st).nth(1).unwrap();
         assert_eq!((tail.pkt.seq, tail.tx_end), (7, SimTime(160_000)));
     }
@@ -507,8 +546,8 @@ mod tests {
     fn time_average_integrates_exactly() {
         let mut p = port();
         let mut st = Slots::new();
-        p.push(SimTime::ZERO, pkt(0), &mut st);
-        p.push(SimTime::ZERO, pkt(1), &mut st);
+        p.push(SimTime::ZERO, st.insert(pkt(0)), &mut st);
+        p.push(SimTime::ZERO, st.insert(pkt(1)), &mut st);
         // 2000 B for 80 ns, then 1000 B for 80 ns, then empty.
         let want = 2000u128 * 80_000 + 1000 * 80_000;
         assert_eq!(p.area_until(SimTime(1_000_000), &st), want);
@@ -539,12 +578,13 @@ mod tests {
             while p.head_arrival(&st).is_some_and(|a| a <= t) {
                 let (s, end) = model[k].pop_front().unwrap();
                 let arrived = p.pop_arrived(t, &mut st);
-                assert_eq!(arrived.seq, s);
+                assert_eq!(st.pkt(arrived).seq, s);
+                st.release(arrived);
                 assert!(SimTime(end) + p.latency <= t);
             }
             if !(x >> 40).is_multiple_of(4) && p.queued_bytes + 1000 <= p.buffer_bytes {
                 let was_empty = model[k].is_empty();
-                assert_eq!(p.push(t, pkt(seq), &mut st), was_empty);
+                assert_eq!(p.push(t, st.insert(pkt(seq)), &mut st), was_empty);
                 model[k].push_back((seq, p.busy_until.0));
                 seq += 1;
             }

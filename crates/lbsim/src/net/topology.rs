@@ -248,10 +248,17 @@ impl Topology {
         match self.shape {
             Shape::FatTree { k } => {
                 let h = k / 2;
+                // Division is slow on the per-hop path; every power-of-two k shifts instead.
+                let (tor, in_tor, pod) = if h.is_power_of_two() {
+                    let sh = h.trailing_zeros();
+                    (dst.0 >> sh, dst.0 & (h - 1), dst.0 >> (2 * sh))
+                } else {
+                    (dst.0 / h, dst.0 % h, dst.0 / (h * h))
+                };
                 match s.tier {
                     Tier::Tor => {
-                        if dst.0 / h == s.index {
-                            Route::Port(PortId(base + dst.0 % h))
+                        if tor == s.index {
+                            Route::Port(PortId(base + in_tor))
                         } else {
                             Route::Group {
                                 first: PortId(base + h),
@@ -260,8 +267,8 @@ impl Topology {
                         }
                     }
                     Tier::Agg => {
-                        if dst.0 / (h * h) == s.index / h {
-                            Route::Port(PortId(base + (dst.0 / h) % h))
+                        if pod * h + h > s.index && pod * h <= s.index {
+                            Route::Port(PortId(base + (tor - pod * h)))
                         } else {
                             Route::Group {
                                 first: PortId(base + h),
@@ -269,7 +276,7 @@ impl Topology {
                             }
                         }
                     }
-                    Tier::Core => Route::Port(PortId(base + dst.0 / (h * h))),
+                    Tier::Core => Route::Port(PortId(base + pod)),
                 }
             }
             Shape::LeafSpine {

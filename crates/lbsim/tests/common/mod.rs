@@ -43,6 +43,12 @@ pub fn check_conservation_of(sim: &Simulation, what: &str) {
         c.acks_delivered + c.acks_dropped + f.acks,
         "{what} acks: {c:?} {f:?}"
     );
+    // Every stored packet sits on some port: none leaked, none freed twice.
+    assert_eq!(
+        sim.packets_stored(),
+        (f.data + f.acks) as usize,
+        "{what}: packet store"
+    );
     assert!(
         !sim.max_switch_queue().1,
         "{what}: a queue exceeded its buffer"
