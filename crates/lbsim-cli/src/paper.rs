@@ -483,8 +483,14 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
     o.push_str(
         "8. Best payload for O(1)-queue schemes: not measured (no payload-size experiment).\n",
     );
-    o.push_str("9. Under MSwift congestion control: not measured (lbsim's transport is the idealized constant rate).\n");
-    o.push_str("10. Llama-3 405B training: not measured (no training trace).\n");
+    o.push_str(
+        "9. Under MSwift congestion control: not run by `paper`; `lbsim sweep \
+         sweeps/transport-permutation.toml` and `sweeps/transport-all-to-all.toml` measure it.\n",
+    );
+    o.push_str(
+        "10. Llama-3 405B training: not run by `paper` (minutes per scheme); \
+         `lbsim run scenarios/llama3-405b-fsdp.toml` measures one layer.\n",
+    );
     o.push_str("Failure-rate sweep (04-failure-rate): see the report's failure figures.\n");
     Ok(o)
 }
