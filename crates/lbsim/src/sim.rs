@@ -12,9 +12,7 @@ use std::collections::VecDeque;
 use crate::engine::EventQueue;
 use crate::failure::{self, Effect, Fault, Weights};
 use crate::ids::{FlowId, HostId, NodeId, PortId, SwitchId};
-use crate::lb::{
-    AckInfo, FlowCtx, HostKind, HostLb, HostLbs, PacketView, SwitchCtx, SwitchKind, SwitchLb,
-};
+use crate::lb::{AckInfo, HostLbs, PacketView, SwitchCtx, SwitchKind, SwitchLb};
 use crate::net::{Packet, PacketKind, Port, Route, Slots};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
@@ -305,24 +303,13 @@ impl Simulation {
         let cc_kind = tr.cc;
         let ccs = tr.cc_configs();
         let reliable = lr != LossRecoveryKind::IdealErasure || cc_kind != CcKind::Constant;
-        let host_lbs = match sc.scheme.host {
-            HostKind::Oblivious => HostLbs::Oblivious,
-            kind => HostLbs::PerFlow(
-                sc.flows
-                    .iter()
-                    .enumerate()
-                    .map(|(i, spec)| {
-                        let ctx = FlowCtx {
-                            src: spec.src,
-                            dst: spec.dst,
-                            topology: topo,
-                            config: lb_cfg,
-                        };
-                        HostLb::new(kind, &ctx, &mut rng_for(seed, Stream::Flow, i as u64))
-                    })
-                    .collect(),
-            ),
-        };
+        let host_lbs = HostLbs::new(
+            sc.scheme.host,
+            sc.flows.iter().map(|f| (f.src, f.dst)),
+            topo,
+            lb_cfg,
+            seed,
+        );
         let flows = sc
             .flows
             .iter()
@@ -875,7 +862,7 @@ impl Simulation {
 
     fn on_arrive(&mut self, port: PortId) {
         let p = &mut self.ports[port.idx()];
-        let pkt = p.pop_arrived(self.now, &mut self.slots);
+        let i = p.pop_arrived(self.now, &mut self.slots);
         if let Some(next) = p.head(&self.slots) {
             self.events
                 .push(next.tx_end + p.latency, Event::Arrive(port).into());
@@ -892,12 +879,12 @@ impl Simulation {
         if p.faulty && p.fault.loses() {
             p.stats.link_losses += 1;
             self.counters.link_losses += 1;
-            self.lose(pkt);
+            self.lose(i);
             return;
         }
         match p.peer {
-            NodeId::Switch(s) => self.forward(s, pkt),
-            NodeId::Host(h) => self.receive(h, pkt),
+            NodeId::Switch(s) => self.forward(s, i),
+            NodeId::Host(h) => self.receive(h, i),
         }
     }
 

@@ -26,7 +26,7 @@ mod testutil;
 
 use crate::ids::{FlowId, HostId};
 use crate::net::{Port, Shape, Tier, Topology};
-use crate::rng::SimRng;
+use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::LoadBalancingConfig;
 use crate::time::SimTime;
 use rand::Rng;
@@ -334,6 +334,33 @@ pub enum HostLbs {
 }
 
 impl HostLbs {
+    /// The policy state of flows given by (source, destination), flow i drawing from its own
+    /// stream `Stream::Flow` i.
+    pub fn new(
+        kind: HostKind,
+        flows: impl Iterator<Item = (HostId, HostId)>,
+        topology: &Topology,
+        config: &LoadBalancingConfig,
+        seed: u64,
+    ) -> HostLbs {
+        if kind == HostKind::Oblivious {
+            return HostLbs::Oblivious;
+        }
+        let per_flow = flows
+            .enumerate()
+            .map(|(i, (src, dst))| {
+                let ctx = FlowCtx {
+                    src,
+                    dst,
+                    topology,
+                    config,
+                };
+                HostLb::new(kind, &ctx, &mut rng_for(seed, Stream::Flow, i as u64))
+            })
+            .collect();
+        HostLbs::PerFlow(per_flow)
+    }
+
     #[inline]
     pub fn next_entropy(&mut self, f: FlowId, now: SimTime, rng: &mut SimRng) -> u32 {
         match self {

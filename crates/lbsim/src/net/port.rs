@@ -33,10 +33,20 @@ pub struct Slot {
 }
 
 /// Every port's packets: slots linked into per-port FIFO lists, plus a free list used as a stack.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Slots {
     slots: Vec<Slot>,
-    free: Option<u32>,
+    /// The most recently freed slot (NIL: none), whose `next` links the rest.
+    free: u32,
+}
+
+impl Default for Slots {
+    fn default() -> Slots {
+        Slots {
+            slots: Vec::new(),
+            free: NIL,
+        }
+    }
 }
 
 impl Slots {
@@ -44,15 +54,28 @@ impl Slots {
         Slots::default()
     }
 
-    /// Stores a packet not yet on any port; the caller hands the slot to `Port::push` or back
-    /// to `release`.
+    /// Stores a packet not yet on any port, in the most recently freed slot (still in cache);
+    /// the caller hands the slot to `Port::push` or back to `release`.
     #[inline]
     pub fn insert(&mut self, pkt: Packet) -> u32 {
-        self.alloc(Slot {
+        let slot = Slot {
             pkt,
             tx_end: SimTime::ZERO,
             next: NIL,
-        })
+        };
+        let i = self.free;
+        if i == NIL {
+            assert!(
+                self.slots.len() < NIL as usize,
+                "fewer than 2^32 - 1 packets in flight"
+            );
+            self.slots.push(slot);
+            return self.slots.len() as u32 - 1;
+        }
+        let s = &mut self.slots[i as usize];
+        self.free = s.next;
+        *s = slot;
+        i
     }
 
     /// The packet in slot `i`.
@@ -70,37 +93,18 @@ impl Slots {
     pub fn in_use(&self) -> usize {
         let mut free = 0;
         let mut i = self.free;
-        while let Some(j) = i {
+        while i != NIL {
             free += 1;
-            let n = self.slots[j as usize].next;
-            i = (n != NIL).then_some(n);
+            i = self.slots[i as usize].next;
         }
         self.slots.len() - free
-    }
-
-    #[inline]
-    fn alloc(&mut self, slot: Slot) -> u32 {
-        match self.free {
-            Some(i) => {
-                let s = &mut self.slots[i as usize];
-                self.free = (s.next != NIL).then_some(s.next);
-                *s = slot;
-                i
-            }
-            None => {
-                let i = u32::try_from(self.slots.len()).expect("fewer than 2^32 packets in flight");
-                assert!(i != NIL, "fewer than 2^32 - 1 packets in flight");
-                self.slots.push(slot);
-                i
-            }
-        }
     }
 
     /// Frees slot `i` (its packet was delivered, dropped or lost).
     #[inline]
     pub fn release(&mut self, i: u32) {
-        self.slots[i as usize].next = self.free.unwrap_or(NIL);
-        self.free = Some(i);
+        self.slots[i as usize].next = self.free;
+        self.free = i;
     }
 
     /// Asks for slot `i`'s line: a queued packet is read when its predecessor departs, long
