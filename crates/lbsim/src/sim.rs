@@ -655,7 +655,7 @@ impl Simulation {
             return;
         }
         let p = &mut self.ports[port.idx()];
-        p.sync(now, &self.slots);
+        p.sync(now);
         let ready = p.busy_until.max(host.next_send);
         if ready > now {
             host.wake_pending = true;
@@ -784,13 +784,13 @@ impl Simulation {
     /// trimming), CE mark above the threshold. On priority ports control packets have their own
     /// buffer and go first.
     #[inline]
-    fn enqueue(&mut self, port: PortId, i: u32) {
+    fn enqueue(&mut self, port: PortId, mut i: u32) {
         let (bytes, kind) = {
             let pk = self.slots.pkt(i);
             (pk.wire_bytes as u64, pk.kind)
         };
         let p = &mut self.ports[port.idx()];
-        p.sync(self.now, &self.slots);
+        p.sync(self.now);
         if self.prio && kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
                 p.stats.drops += 1;
@@ -819,7 +819,7 @@ impl Simulation {
                 // (which the arriving packet replaces), so no flow is trimmed in phase.
                 self.trim_coin = !self.trim_coin;
                 if self.trim_coin {
-                    p.swap_tail(i, &mut self.slots);
+                    p.swap_tail(&mut i, bytes as u16);
                 }
                 let packet = self.slots.pkt_mut(i);
                 packet.kind = PacketKind::Header;
@@ -842,8 +842,8 @@ impl Simulation {
     fn admit(&mut self, port: PortId, i: u32) {
         self.hops += 1;
         let p = &mut self.ports[port.idx()];
-        if p.push(self.now, i, &mut self.slots) {
-            let t = p.head_arrival(&self.slots).expect("just pushed");
+        if p.push(self.now, i, &self.slots) {
+            let t = p.head_arrival().expect("just pushed");
             self.events.push(t, Event::Arrive(port).into());
         }
     }
@@ -862,17 +862,25 @@ impl Simulation {
 
     fn on_arrive(&mut self, port: PortId) {
         let p = &mut self.ports[port.idx()];
-        let i = p.pop_arrived(self.now, &mut self.slots);
-        if let Some(next) = p.head(&self.slots) {
+        let i = p.pop_arrived(self.now);
+        if let Some(next) = p.head() {
             self.events
                 .push(next.tx_end + p.latency, Event::Arrive(port).into());
-            // A host handles the next arrival with its flow's line: fetch it a packet ahead.
-            if let NodeId::Host(_) = p.peer {
-                let f = &self.flows[next.pkt.flow.idx()];
-                if next.pkt.kind.is_forward() {
-                    crate::engine::prefetch(&f.recv_bytes);
-                } else {
-                    crate::engine::prefetch(&f.tx);
+            // The next packet to arrive is read then, the one after it later still: ask for
+            // their lines now. A host handles an arrival with its flow's line: fetch that too.
+            match p.peer {
+                NodeId::Switch(_) => self.slots.prefetch(next.slot),
+                NodeId::Host(_) => {
+                    if let Some(after) = p.second() {
+                        self.slots.prefetch(after.slot);
+                    }
+                    let pk = self.slots.pkt(next.slot);
+                    let f = &self.flows[pk.flow.idx()];
+                    if pk.kind.is_forward() {
+                        crate::engine::prefetch(&f.recv_bytes);
+                    } else {
+                        crate::engine::prefetch(&f.tx);
+                    }
                 }
             }
         }
@@ -915,7 +923,7 @@ impl Simulation {
                 // Queue-reading policies must see occupancy as of now.
                 if self.sync_groups {
                     for p in group.iter_mut() {
-                        p.sync(self.now, &self.slots);
+                        p.sync(self.now);
                     }
                 }
                 let group = &*group;
@@ -1123,7 +1131,7 @@ impl Simulation {
         let mean = if end.ps() == 0 {
             0.0
         } else {
-            p.area_until(end, &self.slots) as f64 / end.ps() as f64
+            p.area_until(end) as f64 / end.ps() as f64
         };
         (mean, p.max_bytes)
     }
@@ -1154,8 +1162,8 @@ impl Simulation {
     pub fn in_flight(&self) -> InFlight {
         let mut f = InFlight::default();
         for p in &self.ports {
-            for slot in p.packets(&self.slots) {
-                if slot.pkt.kind.is_forward() {
+            for held in p.packets() {
+                if self.slots.pkt(held.slot).kind.is_forward() {
                     f.data += 1;
                 } else {
                     f.acks += 1;
@@ -1243,10 +1251,7 @@ impl Simulation {
         };
         let r = sc.topology.switch_ports();
         let nports = r.len().max(1) as f64;
-        let area: u128 = self.ports[r]
-            .iter()
-            .map(|p| p.area_until(end, &self.slots))
-            .sum();
+        let area: u128 = self.ports[r].iter().map(|p| p.area_until(end)).sum();
         let mean_queue = if end.ps() == 0 {
             0.0
         } else {

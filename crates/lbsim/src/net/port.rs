@@ -8,31 +8,30 @@
 //! single pending event: the arrival of the list's head. Occupancy is brought up to date lazily
 //! (`sync`) before anything reads or changes it, which keeps the time-average exact.
 //!
-//! The packets themselves live in one shared [`Slots`] store, a cache line each, linked per port
-//! and recycled last-freed-first: the slot a packet leaves when it reaches a switch is the one it
-//! takes in the next queue, so a hop writes a line that is already in cache, and the store's
-//! working set is the packets in flight rather than every queue's high-water mark.
+//! The packets themselves live in one shared [`Slots`] store, a cache line each, recycled
+//! last-freed-first: the slot a packet leaves when it reaches a switch is the one it takes in the
+//! next queue, so a hop writes a line that is already in cache, and the store's working set is the
+//! packets in flight rather than every queue's high-water mark. A port keeps its packets as a ring
+//! of 16-byte entries (departure, size, slot) in FIFO order, so retiring departures and finding
+//! the next arrival read consecutive entries of one small array and never a packet.
 
 use crate::failure::Fault;
 use crate::ids::NodeId;
 use crate::net::{Packet, PacketKind};
 use crate::time::{BitsPerSec, SimTime};
 
-/// No slot: the end of a list.
+/// No slot: the end of the free list.
 const NIL: u32 = u32::MAX;
 
-/// One accepted packet.
+/// One stored packet; `next` links the free list.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
-pub struct Slot {
-    pub pkt: Packet,
-    /// When its last bit leaves the port.
-    pub tx_end: SimTime,
-    /// The next packet on the same port, or the next free slot.
+struct Slot {
+    pkt: Packet,
     next: u32,
 }
 
-/// Every port's packets: slots linked into per-port FIFO lists, plus a free list used as a stack.
+/// Every port's packets, plus a free list used as a stack.
 #[derive(Debug)]
 pub struct Slots {
     slots: Vec<Slot>,
@@ -58,11 +57,7 @@ impl Slots {
     /// the caller hands the slot to `Port::push` or back to `release`.
     #[inline]
     pub fn insert(&mut self, pkt: Packet) -> u32 {
-        let slot = Slot {
-            pkt,
-            tx_end: SimTime::ZERO,
-            next: NIL,
-        };
+        let slot = Slot { pkt, next: NIL };
         let i = self.free;
         if i == NIL {
             assert!(
@@ -107,51 +102,55 @@ impl Slots {
         self.free = i;
     }
 
-    /// Asks for slot `i`'s line: a queued packet is read when its predecessor departs, long
-    /// after it was written, so the hint is given one departure earlier.
+    /// Asks for slot `i`'s line ahead of the packet's arrival, long after it was written.
     #[inline(always)]
-    fn prefetch(&self, i: u32) {
+    pub fn prefetch(&self, i: u32) {
         if let Some(s) = self.slots.get(i as usize) {
             crate::engine::prefetch(s);
         }
     }
+}
 
-    #[inline]
-    fn get(&self, i: u32) -> &Slot {
-        &self.slots[i as usize]
-    }
-
-    #[inline]
-    fn get_mut(&mut self, i: u32) -> &mut Slot {
-        &mut self.slots[i as usize]
-    }
+/// One accepted packet as its port sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Held {
+    /// When its last bit leaves the port.
+    pub tx_end: SimTime,
+    /// Its slot in the store.
+    pub slot: u32,
+    pub bytes: u16,
+    /// A data packet (anything else counts against the control bytes).
+    pub data: bool,
 }
 
 /// Laid out by hand, hottest fields first, so that forwarding a packet touches two cache lines of
-/// the port: at large scale every hop lands on a port not in cache, and each line is a miss.
+/// the port (and the ring's): at large scale every hop lands on a port not in cache, and each
+/// line is a miss.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Port {
-    // Line 1: the list and the occupancy integral's clock.
+    // Line 1: the ring and the occupancy integral's clock.
     /// When the serializer finishes everything accepted so far.
     pub busy_until: SimTime,
     /// Bytes held by the port (queued or in service), as of the last `sync`.
     pub queued_bytes: u64,
-    last_change: SimTime,
-    /// When `dep` finishes serializing (MAX if none), so that `sync` reads no slot until then.
+    /// When the entry at `dep` finishes serializing (MAX if none), so that `sync` reads nothing
+    /// until then.
     dep_end: SimTime,
-    /// The oldest accepted packet (on the wire, or not yet sent), the first not yet departed,
-    /// and the newest; NIL when none.
+    /// The accepted packets, oldest first, at positions `head..tail` (free-running counters,
+    /// taken modulo the power-of-two length): on the wire or not yet sent before `dep`, not yet
+    /// departed from `dep` on.
+    ring: Box<[Held]>,
     head: u32,
     dep: u32,
     tail: u32,
     /// Picoseconds per byte when the rate divides 8e12 exactly (the common case), for a cheap
     /// serialization time; otherwise 0 and the exact division is used.
     ps_per_byte: u32,
-    /// Bytes of control packets held (queued or in service), as of the last `sync`.
-    pub ctrl_bytes: u32,
     // Line 2.
-    /// Integral of queued bytes over time, in byte-picoseconds, up to `last_change`.
+    /// Integral of held bytes over time, in byte-picoseconds, from time zero to the departure of
+    /// every packet accepted so far: each packet adds its size times its stay (acceptance to
+    /// departure, both known when it is accepted), so departures cost nothing.
     area: u128,
     /// Propagation delay of the link (plus the receiving switch's latency, if any).
     pub latency: SimTime,
@@ -160,6 +159,8 @@ pub struct Port {
     /// The largest occupancy reached.
     pub max_bytes: u64,
     pub peer: NodeId,
+    /// Bytes of control packets held (queued or in service), as of the last `sync`.
+    pub ctrl_bytes: u32,
     /// `fault` is not `Healthy` (checked on every arrival without touching `fault`).
     pub faulty: bool,
     /// Control packets (headers, ACKs, NACKs, pulls) go ahead of queued data (trimming, EQDS).
@@ -193,19 +194,19 @@ impl Port {
         Port {
             busy_until: SimTime::ZERO,
             queued_bytes: 0,
-            last_change: SimTime::ZERO,
             dep_end: SimTime::MAX,
-            head: NIL,
-            dep: NIL,
-            tail: NIL,
+            ring: Box::default(),
+            head: 0,
+            dep: 0,
+            tail: 0,
             ps_per_byte: ps_per_byte(rate),
-            ctrl_bytes: 0,
             area: 0,
             latency,
             buffer_bytes,
             ecn_threshold_bytes: ecn,
             max_bytes: 0,
             peer,
+            ctrl_bytes: 0,
             faulty: false,
             prio: false,
             rate,
@@ -236,25 +237,31 @@ impl Port {
         }
     }
 
-    /// Retires every packet whose serialization ended by `now`, integrating occupancy at each
-    /// departure.
+    #[inline(always)]
+    fn at(&self, n: u32) -> &Held {
+        &self.ring[n as usize & (self.ring.len() - 1)]
+    }
+
+    #[inline(always)]
+    fn at_mut(&mut self, n: u32) -> &mut Held {
+        let mask = self.ring.len() - 1;
+        &mut self.ring[n as usize & mask]
+    }
+
+    /// Retires every packet whose serialization ended by `now`.
     #[inline]
-    pub fn sync(&mut self, now: SimTime, slots: &Slots) {
+    pub fn sync(&mut self, now: SimTime) {
         while self.dep_end <= now {
-            let s = slots.get(self.dep);
-            let (t, b, data) = (s.tx_end, s.pkt.wire_bytes, s.pkt.kind == PacketKind::Data);
-            self.account(t);
-            self.queued_bytes -= b as u64;
-            if !data {
-                self.ctrl_bytes -= b as u32;
+            let e = *self.at(self.dep);
+            self.queued_bytes -= e.bytes as u64;
+            if !e.data {
+                self.ctrl_bytes -= e.bytes as u32;
             }
-            self.dep = s.next;
-            self.dep_end = if self.dep == NIL {
+            self.dep = self.dep.wrapping_add(1);
+            self.dep_end = if self.dep == self.tail {
                 SimTime::MAX
             } else {
-                let d = slots.get(self.dep);
-                slots.prefetch(d.next);
-                d.tx_end
+                self.at(self.dep).tx_end
             };
         }
     }
@@ -265,41 +272,66 @@ impl Port {
         self.busy_until <= now
     }
 
-    /// Accepts the packet in slot `i` at `now` (after `sync` and the admission check); returns
-    /// true if the list was empty, i.e. the caller must schedule the head's arrival.
+    /// Packets held: on the wire, in service or queued.
     #[inline]
-    pub fn push(&mut self, now: SimTime, i: u32, slots: &mut Slots) -> bool {
-        let (bytes, kind) = {
+    pub fn len(&self) -> usize {
+        self.tail.wrapping_sub(self.head) as usize
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == self.tail
+    }
+
+    /// Doubles the ring, keeping every entry at its counter modulo the new length.
+    #[cold]
+    fn grow(&mut self) {
+        let mut ring = vec![Held::default(); (2 * self.ring.len()).max(8)].into_boxed_slice();
+        let mask = ring.len() - 1;
+        let mut n = self.head;
+        while n != self.tail {
+            ring[n as usize & mask] = *self.at(n);
+            n = n.wrapping_add(1);
+        }
+        self.ring = ring;
+    }
+
+    /// Accepts the packet in slot `i` at `now` (after `sync` and the admission check); returns
+    /// true if the port held nothing, i.e. the caller must schedule the head's arrival.
+    #[inline]
+    pub fn push(&mut self, now: SimTime, i: u32, slots: &Slots) -> bool {
+        let (bytes, data) = {
             let p = slots.pkt(i);
-            (p.wire_bytes, p.kind)
+            (p.wire_bytes, p.kind == PacketKind::Data)
         };
-        self.account(now);
+        if self.len() == self.ring.len() {
+            self.grow();
+        }
         self.queued_bytes += bytes as u64;
         self.max_bytes = self.max_bytes.max(self.queued_bytes);
-        if kind != PacketKind::Data {
+        if !data {
             self.ctrl_bytes += bytes as u32;
-            if self.prio && self.dep != NIL {
-                self.insert_ahead(i, slots);
+            if self.prio && self.dep != self.tail {
+                self.insert_ahead(now, i, bytes);
                 return false;
             }
         }
         let start = self.busy_until.max(now);
         let tx_end = start + self.serialization(bytes);
         self.busy_until = tx_end;
-        let s = slots.get_mut(i);
-        s.tx_end = tx_end;
-        s.next = NIL;
-        let was_empty = self.head == NIL;
-        if was_empty {
-            self.head = i;
-        } else {
-            slots.get_mut(self.tail).next = i;
-        }
-        self.tail = i;
-        if self.dep == NIL {
-            self.dep = i;
+        self.area += bytes as u128 * (tx_end.0 - now.0) as u128;
+        let was_empty = self.is_empty();
+        if self.dep == self.tail {
             self.dep_end = tx_end;
         }
+        let tail = self.tail;
+        *self.at_mut(tail) = Held {
+            tx_end,
+            slot: i,
+            bytes,
+            data,
+        };
+        self.tail = tail.wrapping_add(1);
         was_empty
     }
 
@@ -312,115 +344,112 @@ impl Port {
     /// Puts a control packet behind the packet in service and the control packets already
     /// waiting, ahead of every waiting data packet, whose departures all move back by its
     /// serialization. The packet in service is `dep`: everything before it has left and it
-    /// started when its predecessor did (or when it came), both no later than now.
-    fn insert_ahead(&mut self, n: u32, slots: &mut Slots) {
-        let ser = self.serialization(slots.pkt(n).wire_bytes);
-        let mut prev = self.dep;
-        let mut i = slots.get(prev).next;
-        while i != NIL && slots.get(i).pkt.kind != PacketKind::Data {
-            prev = i;
-            i = slots.get(i).next;
+    /// started when its predecessor did (or when it came), both no later than now. The ring has
+    /// room for one more.
+    fn insert_ahead(&mut self, now: SimTime, i: u32, bytes: u16) {
+        let ser = self.serialization(bytes);
+        let mut at = self.dep.wrapping_add(1);
+        while at != self.tail && !self.at(at).data {
+            at = at.wrapping_add(1);
         }
-        let tx_end = slots.get(prev).tx_end + ser;
-        let mut j = i;
-        while j != NIL {
-            let s = slots.get_mut(j);
-            s.tx_end = s.tx_end + ser;
-            j = s.next;
+        let tx_end = self.at(at.wrapping_sub(1)).tx_end + ser;
+        let mut n = self.tail;
+        while n != at {
+            let prev = *self.at(n.wrapping_sub(1));
+            self.area += prev.bytes as u128 * ser.0 as u128;
+            *self.at_mut(n) = Held {
+                tx_end: prev.tx_end + ser,
+                ..prev
+            };
+            n = n.wrapping_sub(1);
         }
+        *self.at_mut(at) = Held {
+            tx_end,
+            slot: i,
+            bytes,
+            data: false,
+        };
+        self.tail = self.tail.wrapping_add(1);
         self.busy_until = self.busy_until + ser;
-        let s = slots.get_mut(n);
-        s.tx_end = tx_end;
-        s.next = i;
-        slots.get_mut(prev).next = n;
-        if i == NIL {
-            self.tail = n;
-        }
+        self.area += bytes as u128 * (tx_end.0 - now.0) as u128;
     }
 
-    /// Swaps the packet in slot `i` with the newest waiting packet (if it is data of the same
-    /// size, not in service), which keeps its departure; returns whether it did (NDP trims the
-    /// arriving packet or the last one queued alternately, so that no flow's packets are
-    /// trimmed in phase).
-    pub fn swap_tail(&mut self, i: u32, slots: &mut Slots) -> bool {
-        if self.dep == NIL || self.dep == self.tail {
+    /// Swaps the arriving packet (slot `*i`) into the newest waiting packet's place (if that is
+    /// data of the same size, not in service), which keeps its departure, and points `*i` at the
+    /// packet it displaced; returns whether it did (NDP trims the arriving packet or the last
+    /// one queued alternately, so that no flow's packets are trimmed in phase).
+    pub fn swap_tail(&mut self, i: &mut u32, bytes: u16) -> bool {
+        if self.dep == self.tail || self.dep.wrapping_add(1) == self.tail {
             return false;
         }
-        let (arriving, tail) = (*slots.pkt(i), *slots.pkt(self.tail));
-        if tail.kind != PacketKind::Data || tail.wire_bytes != arriving.wire_bytes {
+        let last = self.tail.wrapping_sub(1);
+        let e = self.at_mut(last);
+        if !e.data || e.bytes != bytes {
             return false;
         }
-        *slots.pkt_mut(self.tail) = arriving;
-        *slots.pkt_mut(i) = tail;
+        std::mem::swap(&mut e.slot, i);
         true
-    }
-
-    /// Arrival time of the list's head at the far end.
-    #[inline]
-    pub fn head_arrival(&self, slots: &Slots) -> Option<SimTime> {
-        self.head(slots).map(|s| s.tx_end + self.latency)
     }
 
     /// The oldest packet held (the next to arrive at the far end).
     #[inline]
-    pub fn head<'a>(&self, slots: &'a Slots) -> Option<&'a Slot> {
-        (self.head != NIL).then(|| slots.get(self.head))
+    pub fn head(&self) -> Option<Held> {
+        (!self.is_empty()).then(|| *self.at(self.head))
+    }
+
+    /// The packet after the head, if any.
+    #[inline]
+    pub fn second(&self) -> Option<Held> {
+        (self.len() > 1).then(|| *self.at(self.head.wrapping_add(1)))
+    }
+
+    /// Arrival time of the head at the far end.
+    #[inline]
+    pub fn head_arrival(&self) -> Option<SimTime> {
+        self.head().map(|e| e.tx_end + self.latency)
     }
 
     /// Removes the head, which has reached the far end at `now`, and returns its slot (still
     /// holding the packet, which moves on in it).
     #[inline]
-    pub fn pop_arrived(&mut self, now: SimTime, slots: &mut Slots) -> u32 {
-        self.sync(now, slots);
-        let i = self.head;
-        debug_assert!(i != NIL && i != self.dep, "a packet on the wire");
-        self.head = slots.get(i).next;
-        if self.head == NIL {
-            self.tail = NIL;
-        } else {
-            // The new head is read now (its arrival is scheduled); the one after it arrives next.
-            slots.prefetch(slots.get(self.head).next);
+    pub fn pop_arrived(&mut self, now: SimTime) -> u32 {
+        self.sync(now);
+        debug_assert!(
+            !self.is_empty() && self.head != self.dep,
+            "a packet on the wire"
+        );
+        let i = self.at(self.head).slot;
+        self.head = self.head.wrapping_add(1);
+        if self.head == self.tail {
+            // Restart at the ring's first entry, so that a port that is often empty touches
+            // only the first lines of its ring however large it grew once.
+            self.head = 0;
+            self.dep = 0;
+            self.tail = 0;
         }
         i
     }
 
     /// The packets held, oldest first (on the wire, then in service, then queued).
-    pub fn packets<'a>(&self, slots: &'a Slots) -> impl Iterator<Item = &'a Slot> + 'a {
-        let mut i = self.head;
-        std::iter::from_fn(move || {
-            (i != NIL).then(|| {
-                let s = slots.get(i);
-                i = s.next;
-                s
-            })
-        })
+    pub fn packets(&self) -> impl Iterator<Item = Held> + '_ {
+        (0..self.len() as u32).map(|k| *self.at(self.head.wrapping_add(k)))
     }
 
-    #[inline]
-    fn account(&mut self, now: SimTime) {
-        let dt = now.0 - self.last_change.0;
-        self.area += self.queued_bytes as u128 * dt as u128;
-        self.last_change = now;
-    }
-
-    /// The occupancy integral closed at `end` (not before the last change), without changing the
-    /// port.
-    pub fn area_until(&self, end: SimTime, slots: &Slots) -> u128 {
+    /// The occupancy integral from time zero to `end` (no earlier than any acceptance), without
+    /// changing the port: what is accepted counts to its departure, so the stays of packets
+    /// still held at `end` are cut there.
+    pub fn area_until(&self, end: SimTime) -> u128 {
         let mut area = self.area;
-        let mut last = self.last_change;
-        let mut bytes = self.queued_bytes;
-        let mut i = self.dep;
-        while i != NIL {
-            let s = slots.get(i);
-            if s.tx_end > end {
+        let mut n = self.tail;
+        while n != self.dep {
+            n = n.wrapping_sub(1);
+            let e = self.at(n);
+            if e.tx_end <= end {
                 break;
             }
-            area += bytes as u128 * (s.tx_end.0 - last.0) as u128;
-            last = s.tx_end;
-            bytes -= s.pkt.wire_bytes as u64;
-            i = s.next;
+            area -= e.bytes as u128 * (e.tx_end.0 - end.0) as u128;
         }
-        area + bytes as u128 * end.0.saturating_sub(last.0) as u128
+        area
     }
 }
 
@@ -459,6 +488,7 @@ mod tests {
     fn hot_fields_fit_two_cache_lines() {
         assert_eq!(std::mem::offset_of!(Port, rate), 128);
         assert_eq!(std::mem::size_of::<Slot>(), 64);
+        assert_eq!(std::mem::size_of::<Held>(), 16);
     }
 
     fn port() -> Port {
@@ -476,39 +506,57 @@ mod tests {
     fn back_to_back_packets_depart_one_serialization_apart() {
         let mut p = port();
         let mut st = Slots::new();
-        assert!(p.push(SimTime::ZERO, st.insert(pkt(0)), &mut st));
-        assert!(!p.push(SimTime::ZERO, st.insert(pkt(1)), &mut st));
-        assert_eq!(p.head_arrival(&st), Some(SimTime(80_000 + 500_000)));
+        assert!(p.push(SimTime::ZERO, st.insert(pkt(0)), &st));
+        assert!(!p.push(SimTime::ZERO, st.insert(pkt(1)), &st));
+        assert_eq!(p.head_arrival(), Some(SimTime(80_000 + 500_000)));
         assert_eq!(p.queued_bytes, 2000);
-        p.sync(SimTime(80_000), &st);
+        p.sync(SimTime(80_000));
         assert_eq!(p.queued_bytes, 1000);
-        let first = p.pop_arrived(SimTime(580_000), &mut st);
+        let first = p.pop_arrived(SimTime(580_000));
         assert_eq!(st.pkt(first).seq, 0);
-        assert_eq!(p.head_arrival(&st), Some(SimTime(160_000 + 500_000)));
+        assert_eq!(p.head_arrival(), Some(SimTime(160_000 + 500_000)));
         // A late packet starts when it arrives, not when the last one ended.
-        p.sync(SimTime(1_000_000), &st);
+        p.sync(SimTime(1_000_000));
         assert!(p.idle(SimTime(1_000_000)));
-        p.push(SimTime(1_000_000), st.insert(pkt(2)), &mut st);
+        p.push(SimTime(1_000_000), st.insert(pkt(2)), &st);
         assert_eq!(p.busy_until, SimTime(1_080_000));
+    }
+
+    /// A port whose ring counters sit `n` entries before wrapping around, idle at time zero.
+    fn port_near_wrap(n: u32) -> Port {
+        let mut p = port();
+        p.ring = vec![Held::default(); 8].into_boxed_slice();
+        p.head = 0u32.wrapping_sub(n);
+        p.dep = p.head;
+        p.tail = p.head;
+        p
     }
 
     #[test]
     fn control_packets_overtake_waiting_data_on_a_priority_port() {
-        let mut p = port();
+        for wrap in [0, 2, 6] {
+            control_overtakes_data(port_near_wrap(wrap));
+        }
+    }
+
+    fn control_overtakes_data(mut p: Port) {
         let mut st = Slots::new();
         p.prio = true;
         for s in 0..3 {
-            p.push(SimTime::ZERO, st.insert(pkt(s)), &mut st);
+            p.push(SimTime::ZERO, st.insert(pkt(s)), &st);
         }
         // Data 0 is in service until 80 ns; a 100-byte ACK (8 ns) goes next, then a second
         // one behind it, and data 1 and 2 move back by 16 ns.
         let mut ack = pkt(9);
         ack.kind = PacketKind::Ack;
         ack.wire_bytes = 100;
-        assert!(!p.push(SimTime(10_000), st.insert(ack), &mut st));
+        assert!(!p.push(SimTime(10_000), st.insert(ack), &st));
         ack.seq = 10;
-        p.push(SimTime(20_000), st.insert(ack), &mut st);
-        let order: Vec<(u32, u64)> = p.packets(&st).map(|x| (x.pkt.seq, x.tx_end.0)).collect();
+        p.push(SimTime(20_000), st.insert(ack), &st);
+        let order: Vec<(u32, u64)> = p
+            .packets()
+            .map(|x| (st.pkt(x.slot).seq, x.tx_end.0))
+            .collect();
         assert_eq!(
             order,
             vec![
@@ -521,42 +569,61 @@ mod tests {
         );
         assert_eq!(p.busy_until, SimTime(256_000));
         assert_eq!((p.queued_bytes, p.data_bytes()), (3200, 3000));
-        p.sync(SimTime(96_000), &st);
+        p.sync(SimTime(96_000));
         assert_eq!((p.queued_bytes, p.ctrl_bytes), (2000, 0));
         // An idle port just queues it.
         let mut q = port();
         q.prio = true;
-        assert!(q.push(SimTime::ZERO, st.insert(ack), &mut st));
+        assert!(q.push(SimTime::ZERO, st.insert(ack), &st));
+    }
+
+    #[test]
+    fn ring_grows_in_fifo_order_across_the_wrap() {
+        let mut p = port_near_wrap(3);
+        let mut st = Slots::new();
+        for s in 0..20 {
+            p.push(SimTime::ZERO, st.insert(pkt(s)), &st);
+        }
+        let held: Vec<(u32, u64)> = p
+            .packets()
+            .map(|x| (st.pkt(x.slot).seq, x.tx_end.0))
+            .collect();
+        let want: Vec<(u32, u64)> = (0..20).map(|s| (s, 80_000 * (s as u64 + 1))).collect();
+        assert_eq!(held, want);
+        assert_eq!(p.ring.len(), 32);
+        p.sync(SimTime(800_000));
+        assert_eq!(p.queued_bytes, 10_000);
     }
 
     #[test]
     fn swap_tail_keeps_the_departure_and_never_touches_the_packet_in_service() {
         let mut p = port();
         let mut st = Slots::new();
-        p.push(SimTime::ZERO, st.insert(pkt(0)), &mut st);
-        let seven = st.insert(pkt(7));
+        p.push(SimTime::ZERO, st.insert(pkt(0)), &st);
+        let mut arriving = st.insert(pkt(7));
         assert!(
-            !p.swap_tail(seven, &mut st),
+            !p.swap_tail(&mut arriving, 1000),
             "the only packet is in service"
         );
-        p.push(SimTime::ZERO, st.insert(pkt(1)), &mut st);
-        assert!(p.swap_tail(seven, &mut st));
-        assert_eq!(st.pkt(seven).seq, 1);
-        let tail = p.packets(&st).nth(1).unwrap();
-        assert_eq!((tail.pkt.seq, tail.tx_end), (7, SimTime(160_000)));
+        p.push(SimTime::ZERO, st.insert(pkt(1)), &st);
+        assert!(!p.swap_tail(&mut arriving, 64), "a different size");
+        assert!(p.swap_tail(&mut arriving, 1000));
+        assert_eq!(st.pkt(arriving).seq, 1);
+        let tail = p.packets().nth(1).unwrap();
+        assert_eq!((st.pkt(tail.slot).seq, tail.tx_end), (7, SimTime(160_000)));
     }
 
     #[test]
     fn time_average_integrates_exactly() {
         let mut p = port();
         let mut st = Slots::new();
-        p.push(SimTime::ZERO, st.insert(pkt(0)), &mut st);
-        p.push(SimTime::ZERO, st.insert(pkt(1)), &mut st);
+        p.push(SimTime::ZERO, st.insert(pkt(0)), &st);
+        p.push(SimTime::ZERO, st.insert(pkt(1)), &st);
         // 2000 B for 80 ns, then 1000 B for 80 ns, then empty.
         let want = 2000u128 * 80_000 + 1000 * 80_000;
-        assert_eq!(p.area_until(SimTime(1_000_000), &st), want);
-        p.sync(SimTime(1_000_000), &st);
-        assert_eq!(p.area_until(SimTime(1_000_000), &st), want);
+        assert_eq!(p.area_until(SimTime(1_000_000)), want);
+        p.sync(SimTime(1_000_000));
+        assert_eq!(p.area_until(SimTime(1_000_000)), want);
     }
 
     /// Ports sharing one store, driven through interleaved pushes, departures and arrivals, keep
@@ -578,21 +645,24 @@ mod tests {
             now += (x >> 8) % 60_000;
             let t = SimTime(now);
             let p = &mut ports[k];
-            p.sync(t, &st);
-            while p.head_arrival(&st).is_some_and(|a| a <= t) {
+            p.sync(t);
+            while p.head_arrival().is_some_and(|a| a <= t) {
                 let (s, end) = model[k].pop_front().unwrap();
-                let arrived = p.pop_arrived(t, &mut st);
+                let arrived = p.pop_arrived(t);
                 assert_eq!(st.pkt(arrived).seq, s);
                 st.release(arrived);
                 assert!(SimTime(end) + p.latency <= t);
             }
             if !(x >> 40).is_multiple_of(4) && p.queued_bytes + 1000 <= p.buffer_bytes {
                 let was_empty = model[k].is_empty();
-                assert_eq!(p.push(t, st.insert(pkt(seq)), &mut st), was_empty);
+                assert_eq!(p.push(t, st.insert(pkt(seq)), &st), was_empty);
                 model[k].push_back((seq, p.busy_until.0));
                 seq += 1;
             }
-            let held: Vec<(u32, u64)> = p.packets(&st).map(|s| (s.pkt.seq, s.tx_end.0)).collect();
+            let held: Vec<(u32, u64)> = p
+                .packets()
+                .map(|s| (st.pkt(s.slot).seq, s.tx_end.0))
+                .collect();
             assert_eq!(held, model[k].iter().copied().collect::<Vec<_>>());
             most = most.max(model.iter().map(|m| m.len()).sum());
         }
