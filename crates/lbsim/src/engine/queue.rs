@@ -4,8 +4,9 @@
 //! is what makes a run deterministic. Almost every event is scheduled a serialization plus a link
 //! latency ahead, so the set is a calendar: a wheel of 16,384 buckets of `2^shift` picoseconds
 //! each, with a bitmap of non-empty buckets, covers the near future, and a 4-ary heap holds what
-//! lies beyond it (flow starts, timers, failures). A bucket holds a handful of events, kept sorted, so push and pop cost a few dozen instructions where a heap of a
-//! few thousand entries spent hundreds on comparisons (measured with callgrind). The order is
+//! lies beyond it (flow starts, timers, failures). A bucket holds a handful of events, kept
+//! sorted, so push and pop cost a few dozen instructions where a heap of a few thousand entries
+//! spent hundreds on comparisons (measured with callgrind). The order is
 //! exactly the heap's: the same (time, sequence) key decides everywhere.
 
 use crate::time::SimTime;
@@ -27,9 +28,9 @@ impl Entry {
 
 const SLOTS: usize = 1 << 14;
 const WORDS: usize = SLOTS / 64;
-/// An emptied bucket keeps at most this many entries' room: enough that a busy bucket is not
-/// reallocated on every lap (at 8 the allocator's grow and shrink cost 7% of the 128-host
-/// all-to-all), and at most 8 MiB for the whole wheel.
+/// Entries a bucket holds in place (two cache lines); more go to the bucket's overflow vector.
+const CAP: usize = 8;
+/// An emptied bucket's overflow keeps at most this many entries' room.
 const SHRINK_ABOVE: usize = 32;
 
 /// A priority queue of events carried as 32-bit values.
@@ -40,10 +41,17 @@ pub struct EventQueue<E> {
     shift: u32,
     /// The cursor's absolute bucket: every wheel entry's bucket is in [cur, cur + SLOTS).
     cur: u64,
-    /// Each bucket sorted by key: entries mostly arrive in order (later sequence, same or later
-    /// time), so insertion is a push at the back. Only the cursor's bucket is ever popped, so one
-    /// index says how much of it is gone, and the bucket is cleared when it runs out.
-    slots: Vec<Vec<Entry>>,
+    /// Bucket b's first `CAP` entries, at [b * CAP, b * CAP + CAP): one flat array, so the
+    /// buckets that pushes land in (a latency ahead, moving forward with time) are consecutive
+    /// lines rather than scattered allocations.
+    inline: Vec<Entry>,
+    /// Bucket b's entries beyond the first `CAP`.
+    over: Vec<Vec<Entry>>,
+    /// Entries in each bucket. A bucket is sorted by key: entries mostly arrive in order (later
+    /// sequence, same or later time), so insertion is a write at the back. Only the cursor's
+    /// bucket is ever popped, so one index says how much of it is gone, and the bucket is
+    /// emptied when it runs out.
+    len: Vec<u32>,
     /// Entries of the cursor's bucket before this index have been popped.
     head: usize,
     /// Bit b: slot b is non-empty.
@@ -73,7 +81,9 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             seq: 0,
             shift: width.max(1).ilog2().min(40),
             cur: 0,
-            slots: vec![Vec::new(); SLOTS],
+            inline: vec![Entry { time: 0, lo: 0 }; SLOTS * CAP],
+            over: vec![Vec::new(); SLOTS],
+            len: vec![0; SLOTS],
             head: 0,
             bits: vec![0; WORDS],
             count: 0,
@@ -105,39 +115,65 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         });
     }
 
+    /// Entry `i` of bucket `s`.
+    #[inline(always)]
+    fn get(&self, s: usize, i: usize) -> Entry {
+        if i < CAP {
+            self.inline[s * CAP + i]
+        } else {
+            self.over[s][i - CAP]
+        }
+    }
+
     #[inline(always)]
     fn insert(&mut self, e: Entry) {
         let abs = (e.time >> self.shift).max(self.cur);
-        if abs - self.cur < SLOTS as u64 {
-            let s = abs as usize % SLOTS;
-            let v = &mut self.slots[s];
-            let k = e.key();
-            // Keys not yet popped are all below `k`, so the scan never passes `head`.
-            let mut at = v.len();
-            while at > 0 && v[at - 1].key() > k {
-                at -= 1;
-            }
-            if at == v.len() {
-                v.push(e);
-            } else {
-                v.insert(at, e);
-            }
-            self.bits[s / 64] |= 1 << (s % 64);
-            self.count += 1;
-        } else {
+        if abs - self.cur >= SLOTS as u64 {
             self.far.push(e);
+            return;
         }
+        let s = abs as usize % SLOTS;
+        let n = self.len[s] as usize;
+        self.len[s] += 1;
+        self.bits[s / 64] |= 1 << (s % 64);
+        self.count += 1;
+        let k = e.key();
+        if n < CAP && (n == 0 || self.inline[s * CAP + n - 1].key() <= k) {
+            self.inline[s * CAP + n] = e;
+            return;
+        }
+        // Keys not yet popped are all below `k`, so the scan never passes `head`.
+        let mut at = n;
+        while at > 0 && self.get(s, at - 1).key() > k {
+            at -= 1;
+        }
+        if at >= CAP {
+            self.over[s].insert(at - CAP, e);
+            return;
+        }
+        let b = &mut self.inline[s * CAP..s * CAP + CAP];
+        if n >= CAP {
+            self.over[s].insert(0, b[CAP - 1]);
+        }
+        let end = n.min(CAP - 1);
+        b.copy_within(at..end, at + 1);
+        b[at] = e;
     }
 
     /// Reassigns sequence numbers 0.. in pop order when they run out; the order is unchanged.
     #[cold]
     fn renumber(&mut self) {
         let mut all: Vec<Entry> = std::mem::take(&mut self.far.v);
-        self.slots[self.cur as usize % SLOTS].drain(..self.head);
-        self.head = 0;
-        for s in &mut self.slots {
-            all.append(s);
+        let cur = self.cur as usize % SLOTS;
+        for s in 0..SLOTS {
+            let from = if s == cur { self.head } else { 0 };
+            for i in from..self.len[s] as usize {
+                all.push(self.get(s, i));
+            }
+            self.len[s] = 0;
+            self.over[s].clear();
         }
+        self.head = 0;
         self.bits.fill(0);
         self.count = 0;
         all.sort_unstable_by_key(|e| e.key());
@@ -179,6 +215,14 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         self.cur + ((slot + SLOTS - start) % SLOTS) as u64
     }
 
+    /// The event after the last one popped, if it is in the same bucket (usually, when events
+    /// are dense): cheap enough to look at on every pop, to fetch what it will need.
+    #[inline(always)]
+    pub fn peek_next(&self) -> Option<E> {
+        let s = self.cur as usize % SLOTS;
+        (self.head < self.len[s] as usize).then(|| E::from(self.get(s, self.head).lo as u32))
+    }
+
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
@@ -194,17 +238,20 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             self.migrate();
         }
         let s = b as usize % SLOTS;
-        let v = &mut self.slots[s];
-        let e = v[self.head];
+        let e = self.get(s, self.head);
         self.head += 1;
-        if self.head == v.len() {
-            v.clear();
+        if self.head == self.len[s] as usize {
+            self.len[s] = 0;
             self.head = 0;
             self.bits[s / 64] &= !(1 << (s % 64));
-            // Synchronized hosts put thousands of events in one bucket; keeping every bucket's
-            // high-water capacity would hold hundreds of MB at 8,192 hosts.
-            if v.capacity() > SHRINK_ABOVE {
-                v.shrink_to(SHRINK_ABOVE);
+            let v = &mut self.over[s];
+            if !v.is_empty() {
+                v.clear();
+                // Synchronized hosts put thousands of events in one bucket; keeping every
+                // bucket's high-water capacity would hold hundreds of MB at 8,192 hosts.
+                if v.capacity() > SHRINK_ABOVE {
+                    v.shrink_to(SHRINK_ABOVE);
+                }
             }
         }
         self.count -= 1;

@@ -403,6 +403,18 @@ impl Port {
         (self.len() > 1).then(|| *self.at(self.head.wrapping_add(1)))
     }
 
+    /// Asks for the head's ring entry, which the next arrival reads (finding it loads the port's
+    /// first line, the arrival's other read).
+    #[inline(always)]
+    pub fn prefetch_head(&self) {
+        if let Some(e) = self
+            .ring
+            .get(self.head as usize & self.ring.len().wrapping_sub(1))
+        {
+            crate::engine::prefetch(e);
+        }
+    }
+
     /// Arrival time of the head at the far end.
     #[inline]
     pub fn head_arrival(&self) -> Option<SimTime> {
