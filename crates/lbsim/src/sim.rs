@@ -454,7 +454,7 @@ impl Simulation {
         }
         let cap = self.sc.end_time.unwrap_or(SimTime::MAX);
         let total = self.flows.len() as u64;
-        while let Some((t, ev)) = self.events.pop() {
+        while let Some((t, ev, next)) = self.events.pop_peek() {
             if t > cap {
                 // The run stops at the cap; what was pending is left undone.
                 self.now = cap;
@@ -465,7 +465,7 @@ impl Simulation {
             // An arrival reads its port's first line, then the head's ring entry, both long
             // untouched: ask for them an event ahead (fetching ports two events ahead measured
             // slower).
-            if let Some(Event::Arrive(p)) = self.events.peek_next().map(Event::from) {
+            if let Some(Event::Arrive(p)) = next.map(Event::from) {
                 self.ports[p.idx()].prefetch_head();
             }
             match Event::from(ev) {

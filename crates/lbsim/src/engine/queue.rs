@@ -215,17 +215,16 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         self.cur + ((slot + SLOTS - start) % SLOTS) as u64
     }
 
-    /// The event after the last one popped, if it is in the same bucket (usually, when events
-    /// are dense): cheap enough to look at on every pop, to fetch what it will need.
-    #[inline(always)]
-    pub fn peek_next(&self) -> Option<E> {
-        let s = self.cur as usize % SLOTS;
-        (self.head < self.len[s] as usize).then(|| E::from(self.get(s, self.head).lo as u32))
-    }
-
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
+        self.pop_peek().map(|(t, e, _)| (t, e))
+    }
+
+    /// Removes and returns the earliest event, with the one after it if that is in the same
+    /// bucket (usually, when events are dense): a free look ahead, to fetch what it will need.
+    #[inline]
+    pub fn pop_peek(&mut self) -> Option<(SimTime, E, Option<E>)> {
         if self.count == 0 {
             let e = self.far.peek()?;
             self.cur = e.time >> self.shift;
@@ -240,7 +239,8 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         let s = b as usize % SLOTS;
         let e = self.get(s, self.head);
         self.head += 1;
-        if self.head == self.len[s] as usize {
+        self.count -= 1;
+        let next = if self.head == self.len[s] as usize {
             self.len[s] = 0;
             self.head = 0;
             self.bits[s / 64] &= !(1 << (s % 64));
@@ -253,9 +253,11 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
                     v.shrink_to(SHRINK_ABOVE);
                 }
             }
-        }
-        self.count -= 1;
-        Some((SimTime(e.time), E::from(e.lo as u32)))
+            None
+        } else {
+            Some(E::from(self.get(s, self.head).lo as u32))
+        };
+        Some((SimTime(e.time), E::from(e.lo as u32), next))
     }
 }
 
