@@ -842,7 +842,7 @@ impl Simulation {
         self.admit(port, i);
     }
 
-    /// Puts the admitted packet in slot `i` on the port; the list's new head gets its arrival
+    /// Puts the admitted packet in slot `i` on the port; the ring's new head gets its arrival
     /// event.
     #[inline]
     fn admit(&mut self, port: PortId, i: u32) {

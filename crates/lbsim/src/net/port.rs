@@ -4,9 +4,10 @@
 //! A FIFO port that never pauses knows each packet's departure the moment it accepts it: the
 //! serializer frees up at `busy_until`, so a packet accepted at `now` finishes at
 //! max(now, busy_until) + serialization and reaches the far end one latency later. The port
-//! therefore keeps one list of accepted packets (queued, in service, or on the wire) and needs a
-//! single pending event: the arrival of the list's head. Occupancy is brought up to date lazily
-//! (`sync`) before anything reads or changes it, which keeps the time-average exact.
+//! therefore keeps one ring of accepted packets (queued, in service, or on the wire) and needs a
+//! single pending event: the arrival of the ring's head. Occupancy is brought up to date lazily
+//! (`sync`) before anything reads or changes it; the time-average is exact without it, since each
+//! packet's stay is known when it is accepted.
 //!
 //! The packets themselves live in one shared [`Slots`] store, a cache line each, recycled
 //! last-freed-first: the slot a packet leaves when it reaches a switch is the one it takes in the
