@@ -869,7 +869,7 @@ impl Simulation {
     fn on_arrive(&mut self, port: PortId) {
         let p = &mut self.ports[port.idx()];
         let i = p.pop_arrived(self.now);
-        if let Some(next) = p.head() {
+        if let Some(next) = p.nth(0) {
             self.events
                 .push(next.tx_end + p.latency, Event::Arrive(port).into());
             // The next packet to arrive is read then, the one after it later still: ask for
@@ -877,7 +877,7 @@ impl Simulation {
             match p.peer {
                 NodeId::Switch(_) => self.slots.prefetch(next.slot),
                 NodeId::Host(_) => {
-                    if let Some(after) = p.second() {
+                    if let Some(after) = p.nth(1) {
                         self.slots.prefetch(after.slot);
                     }
                     let pk = self.slots.pkt(next.slot);

@@ -130,7 +130,7 @@ pub struct Held {
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Port {
-    // Line 1: the ring and the occupancy integral's clock.
+    // Line 1: occupancy and the ring.
     /// When the serializer finishes everything accepted so far.
     pub busy_until: SimTime,
     /// Bytes held by the port (queued or in service), as of the last `sync`.
@@ -238,15 +238,21 @@ impl Port {
         }
     }
 
+    /// Where ring counter `n` sits in the ring.
+    #[inline(always)]
+    fn pos(&self, n: u32) -> usize {
+        n as usize & self.ring.len().wrapping_sub(1)
+    }
+
     #[inline(always)]
     fn at(&self, n: u32) -> &Held {
-        &self.ring[n as usize & (self.ring.len() - 1)]
+        &self.ring[self.pos(n)]
     }
 
     #[inline(always)]
     fn at_mut(&mut self, n: u32) -> &mut Held {
-        let mask = self.ring.len() - 1;
-        &mut self.ring[n as usize & mask]
+        let i = self.pos(n);
+        &mut self.ring[i]
     }
 
     /// Retires every packet whose serialization ended by `now`.
@@ -392,26 +398,17 @@ impl Port {
         true
     }
 
-    /// The oldest packet held (the next to arrive at the far end).
+    /// The `k`-th oldest packet held (0: the head, the next to arrive at the far end).
     #[inline]
-    pub fn head(&self) -> Option<Held> {
-        (!self.is_empty()).then(|| *self.at(self.head))
-    }
-
-    /// The packet after the head, if any.
-    #[inline]
-    pub fn second(&self) -> Option<Held> {
-        (self.len() > 1).then(|| *self.at(self.head.wrapping_add(1)))
+    pub fn nth(&self, k: usize) -> Option<Held> {
+        (k < self.len()).then(|| *self.at(self.head.wrapping_add(k as u32)))
     }
 
     /// Asks for the head's ring entry, which the next arrival reads (finding it loads the port's
     /// first line, the arrival's other read).
     #[inline(always)]
     pub fn prefetch_head(&self) {
-        if let Some(e) = self
-            .ring
-            .get(self.head as usize & self.ring.len().wrapping_sub(1))
-        {
+        if let Some(e) = self.ring.get(self.pos(self.head)) {
             crate::engine::prefetch(e);
         }
     }
@@ -419,7 +416,7 @@ impl Port {
     /// Arrival time of the head at the far end.
     #[inline]
     pub fn head_arrival(&self) -> Option<SimTime> {
-        self.head().map(|e| e.tx_end + self.latency)
+        self.nth(0).map(|e| e.tx_end + self.latency)
     }
 
     /// Removes the head, which has reached the far end at `now`, and returns its slot (still
@@ -445,7 +442,7 @@ impl Port {
 
     /// The packets held, oldest first (on the wire, then in service, then queued).
     pub fn packets(&self) -> impl Iterator<Item = Held> + '_ {
-        (0..self.len() as u32).map(|k| *self.at(self.head.wrapping_add(k)))
+        (0..self.len()).map_while(|k| self.nth(k))
     }
 
     /// The occupancy integral from time zero to `end` (no earlier than any acceptance), without
