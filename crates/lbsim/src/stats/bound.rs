@@ -1,20 +1,36 @@
-//! Lower bounds on collective completion time.
+//! Lower bounds on completion time.
 //!
-//! Per host, the NIC must put on the wire every byte it sends (its data packets, and one ACK per
-//! data packet it receives) and the ToR must deliver every byte it receives (its data, and the ACKs
-//! of its own data): max(bytes sent, bytes received) / link rate. A host's last bit cannot finish
-//! before that time after its earliest start, and it still has to cross the shortest path of its
-//! flows: propagation plus one store-and-forward serialization of the smallest packet at each
-//! switch. The bound is the largest over hosts, and never below any single flow's own bound
-//! (start + its bytes / rate + its path). Lost packets and ACK round trips are not counted, so
-//! no run can beat it.
+//! CCT ends when the last receiver holds its whole message, so only the bytes that must cross a
+//! link before that instant count. Those are the data packets (payload plus headers) and nothing
+//! else: an ACK is sent after the data it acknowledges has arrived, so every ACK may trail the
+//! last completion, and any that a run sends earlier only makes it slower. (Counting ACKs gave
+//! bounds a run beats, e.g. two 64 KiB flows in opposite directions with 1000-B ACKs: 0.96.)
+//!
+//! Per flow f with earliest start s_f, wire bytes W_f and the path's tail
+//! tail_f = propagation + store-and-forward of its smallest packet at every link past the first:
+//! - the flow alone: s_f + W_f / B + tail_f;
+//! - a host's NIC (a single server with release times): for every threshold t among the starts
+//!   of its outgoing flows, t + (bytes of those starting at or after t) / B + their smallest tail;
+//! - a host's downlink, the same over its incoming flows (the bytes reach the ToR no earlier than
+//!   one serialization on the uplink plus the latencies before it, and host links are alike).
+//!
+//! With dependencies, s_f is itself bounded: a trigger cannot fire before the `needed`-th
+//! smallest of its feeders' bounds (order statistics are monotone), and a gated flow cannot
+//! start before the earliest trigger that targets it fires plus its delay. [`schedule`] computes
+//! these in time order, like Dijkstra's algorithm (delays and durations are non-negative). The
+//! bound is the largest of all the terms; no run of any scheme can beat it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Range;
 
 use crate::net::Topology;
 use crate::time::SimTime;
 use crate::transport::Flow;
-use crate::workload::FlowSpec;
+use crate::workload::{Dependencies, FlowSpec};
 
-/// Packet sizes the bound needs.
+/// Packet sizes the bound needs (`ack` is kept for callers that size ACK traffic; the bound
+/// itself does not count ACKs).
 #[derive(Clone, Copy, Debug)]
 pub struct Sizes {
     pub mss: u32,
@@ -24,7 +40,7 @@ pub struct Sizes {
 
 /// Wire bytes of a message's data packets without loss.
 pub fn data_wire_bytes(size: u64, s: Sizes) -> u64 {
-    size + Flow::packets_needed(size, s.mss) * s.header as u64
+    size.saturating_add(Flow::packets_needed(size, s.mss).saturating_mul(s.header as u64))
 }
 
 /// Smallest data packet of the message on the wire.
@@ -43,37 +59,195 @@ pub(crate) fn path_tail(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
         .fold(p.latency, |t, r| t + r.serialization(pkt))
 }
 
-/// The lower bound of the whole workload, as an absolute time (flows may start late).
+/// A flow alone on an idle path: its NIC time plus its tail.
+fn alone(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
+    topo.host_rate
+        .serialization(data_wire_bytes(f.size_bytes, s))
+        + path_tail(topo, f, s)
+}
+
+/// The lower bound of independent flows, each from its own `start` (dependencies ignored), as
+/// an absolute time.
 pub fn lower_bound(topo: &Topology, flows: &[FlowSpec], s: Sizes) -> SimTime {
-    let n = topo.hosts as usize;
-    let mut send = vec![0u64; n];
-    let mut recv = vec![0u64; n];
-    let mut start = vec![SimTime::MAX; n];
-    let mut tail = vec![SimTime::MAX; n];
-    let mut best = SimTime::ZERO;
-    for f in flows {
-        let data = data_wire_bytes(f.size_bytes, s);
-        let acks = Flow::packets_needed(f.size_bytes, s.mss) * s.ack as u64;
-        let (a, b) = (f.src.idx(), f.dst.idx());
-        send[a] += data;
-        recv[a] += acks;
-        recv[b] += data;
-        send[b] += acks;
-        let t = path_tail(topo, f, s);
-        for h in [a, b] {
-            start[h] = start[h].min(f.start);
-            tail[h] = tail[h].min(t);
-        }
-        best = best.max(f.start + topo.host_rate.serialization(data) + t);
+    let starts: Vec<Option<SimTime>> = flows.iter().map(|f| Some(f.start)).collect();
+    bound_from_starts(topo, flows, &starts, 0..flows.len(), s)
+}
+
+/// The bound with triggers ignored: gated flows as if they could start with the earliest
+/// ungated one (their own `start` means nothing). Valid, but looser than
+/// [`lower_bound_with_deps`]: what summary.json calls `lower_bound_ignoring_deps_ps`.
+pub fn lower_bound_ignoring_deps(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    deps: &Dependencies,
+    s: Sizes,
+) -> SimTime {
+    if deps.gated.is_empty() {
+        return lower_bound(topo, flows, s);
     }
-    for h in 0..n {
-        if start[h] == SimTime::MAX {
-            continue;
-        }
-        let bytes = send[h].max(recv[h]);
-        best = best.max(start[h] + topo.host_rate.serialization(bytes) + tail[h]);
+    let origin = (0..flows.len())
+        .filter(|&f| !deps.gated(f))
+        .map(|f| flows[f].start)
+        .min()
+        .unwrap_or(SimTime::ZERO);
+    let starts: Vec<Option<SimTime>> = (0..flows.len())
+        .map(|f| {
+            Some(if deps.gated(f) {
+                origin
+            } else {
+                flows[f].start
+            })
+        })
+        .collect();
+    bound_from_starts(topo, flows, &starts, 0..flows.len(), s)
+}
+
+/// The lower bound with dependencies: flows start no earlier than their triggers allow. An
+/// absolute time; flows whose triggers can never fire are left out (they never run).
+pub fn lower_bound_with_deps(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    deps: &Dependencies,
+    s: Sizes,
+) -> SimTime {
+    if deps.is_empty() {
+        return lower_bound(topo, flows, s);
+    }
+    let range = 0..flows.len();
+    let starts = schedule(topo, flows, deps, range.clone(), s);
+    bound_from_starts(topo, flows, &starts, range, s)
+}
+
+/// The bound of the flows in `range` with earliest starts `starts` (indexed by flow; `None`
+/// never starts): the largest of the per-flow, per-NIC and per-downlink terms.
+pub(crate) fn bound_from_starts(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    starts: &[Option<SimTime>],
+    range: Range<usize>,
+    s: Sizes,
+) -> SimTime {
+    let n = topo.hosts as usize;
+    // Per host and direction: (start, wire bytes, tail) of each flow.
+    let mut out: Vec<Vec<(SimTime, u64, SimTime)>> = vec![Vec::new(); n];
+    let mut inc: Vec<Vec<(SimTime, u64, SimTime)>> = vec![Vec::new(); n];
+    let mut best = SimTime::ZERO;
+    for i in range {
+        let Some(st) = starts[i] else { continue };
+        let f = &flows[i];
+        let w = data_wire_bytes(f.size_bytes, s);
+        let tail = path_tail(topo, f, s);
+        best = best.max(st + topo.host_rate.serialization(w) + tail);
+        out[f.src.idx()].push((st, w, tail));
+        inc[f.dst.idx()].push((st, w, tail));
+    }
+    for list in out.iter_mut().chain(inc.iter_mut()) {
+        best = best.max(release_bound(topo, list));
     }
     best
+}
+
+/// One server (a host link) with jobs released over time: for every release time t, t plus the
+/// bytes released at or after t plus the smallest tail among them.
+fn release_bound(topo: &Topology, jobs: &mut [(SimTime, u64, SimTime)]) -> SimTime {
+    jobs.sort_unstable_by_key(|j| Reverse(j.0));
+    let (mut bytes, mut tail, mut best) = (0u64, SimTime::MAX, SimTime::ZERO);
+    for (i, j) in jobs.iter().enumerate() {
+        bytes = bytes.saturating_add(j.1);
+        tail = tail.min(j.2);
+        // Evaluate once per distinct release time, after all jobs released then are counted.
+        if jobs.get(i + 1).is_none_or(|n| n.0 != j.0) {
+            best = best.max(j.0 + topo.host_rate.serialization(bytes) + tail);
+        }
+    }
+    best
+}
+
+/// Earliest possible start of every flow in `range` (None: never starts), measured from the
+/// range's own origin: ungated flows at their `start` minus the earliest ungated start, gated
+/// flows whose triggers are fed only from outside the range at the origin, the rest as their
+/// triggers allow. Activations from outside the range count as already done. For the whole
+/// workload (`range` = every flow) the origin is zero and times are absolute.
+pub(crate) fn schedule(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    deps: &Dependencies,
+    range: Range<usize>,
+    s: Sizes,
+) -> Vec<Option<SimTime>> {
+    let inside = |f: usize| range.contains(&f);
+    let whole = range.start == 0 && range.end == flows.len();
+    let origin = if whole {
+        SimTime::ZERO
+    } else {
+        range
+            .clone()
+            .filter(|&f| !deps.gated(f))
+            .map(|f| flows[f].start)
+            .min()
+            .unwrap_or(SimTime::ZERO)
+    };
+    let feeds = |f: usize| {
+        let r = deps.on_recv_done.get(f).into_iter().flatten();
+        r.chain(deps.on_send_done.get(f).into_iter().flatten())
+            .map(|&t| t as usize)
+    };
+    // Activations each trigger has had; outside feeders count as done before the origin.
+    let mut count = vec![0u32; deps.triggers.len()];
+    for f in (0..flows.len()).filter(|&f| !inside(f)) {
+        for t in feeds(f) {
+            count[t] += 1;
+        }
+    }
+    // The activation count at which a trigger first fires (None: never).
+    let first_fire = |t: usize| {
+        let tr = &deps.triggers[t];
+        match (tr.needed, tr.multishot) {
+            (0, true) => Some(1),
+            (0, false) => None,
+            (n, _) => Some(n),
+        }
+    };
+    let mut start: Vec<Option<SimTime>> = vec![None; flows.len()];
+    // (time, 0 = start / 1 = done, flow): starts before completions at equal times.
+    let mut heap: BinaryHeap<Reverse<(SimTime, u8, usize)>> = BinaryHeap::new();
+    for f in range.clone() {
+        if !deps.gated(f) {
+            heap.push(Reverse((flows[f].start - origin, 0, f)));
+        }
+    }
+    for (t, tr) in deps.triggers.iter().enumerate() {
+        // Fired from outside before the range began: its inside targets start at the origin.
+        if !whole && first_fire(t).is_some_and(|n| count[t] >= n) {
+            for &g in &tr.targets {
+                if inside(g as usize) {
+                    heap.push(Reverse((SimTime::ZERO, 0, g as usize)));
+                }
+            }
+        }
+    }
+    while let Some(Reverse((at, kind, f))) = heap.pop() {
+        if kind == 0 {
+            if start[f].is_some() {
+                continue;
+            }
+            start[f] = Some(at);
+            heap.push(Reverse((at + alone(topo, &flows[f], s), 1, f)));
+            continue;
+        }
+        for t in feeds(f) {
+            count[t] += 1;
+            if first_fire(t) == Some(count[t]) {
+                let tr = &deps.triggers[t];
+                for &g in &tr.targets {
+                    if inside(g as usize) && start[g as usize].is_none() {
+                        heap.push(Reverse((at + tr.delay, 0, g as usize)));
+                    }
+                }
+            }
+        }
+    }
+    start
 }
 
 #[cfg(test)]
@@ -82,30 +256,118 @@ mod tests {
     use crate::ids::HostId;
     use crate::net::LinkParams;
     use crate::time::BitsPerSec;
+    use crate::workload::Trigger;
 
-    #[test]
-    fn single_flow_bound_by_hand() {
-        let topo = Topology::fat_tree(
+    fn k4_100g() -> Topology {
+        Topology::fat_tree(
             4,
             LinkParams {
                 rate: BitsPerSec::from_gbps(100.0),
                 latency: SimTime::from_ns(1000),
                 switch_latency: SimTime::ZERO,
             },
-        );
-        let s = Sizes {
-            mss: 4096,
-            header: 82,
-            ack: 64,
-        };
-        let f = FlowSpec {
-            src: HostId(0),
-            dst: HostId(15),
-            size_bytes: 8192,
-            start: SimTime::ZERO,
-        };
+        )
+    }
+
+    const S: Sizes = Sizes {
+        mss: 4096,
+        header: 82,
+        ack: 64,
+    };
+
+    fn flow(src: u32, dst: u32, size: u64, start: u64) -> FlowSpec {
+        FlowSpec {
+            src: HostId(src),
+            dst: HostId(dst),
+            size_bytes: size,
+            start: SimTime(start),
+        }
+    }
+
+    #[test]
+    fn single_flow_bound_by_hand() {
         // 2 packets of 4178 B at 100 Gb/s (334.24 ns each) + 6 x 1 us + 5 more serializations.
         let expect = 2 * 334_240 + 6_000_000 + 5 * 334_240;
-        assert_eq!(lower_bound(&topo, &[f], s), SimTime(expect));
+        assert_eq!(
+            lower_bound(&k4_100g(), &[flow(0, 15, 8192, 0)], S),
+            SimTime(expect)
+        );
+    }
+
+    #[test]
+    fn acks_do_not_count_toward_the_bound() {
+        // Opposite directions: each host sends 2 data packets and receives 2; the ACKs it sends
+        // may all follow the last arrival, so the bound is the lone flow's.
+        let flows = [flow(0, 15, 8192, 0), flow(15, 0, 8192, 0)];
+        let big_acks = Sizes { ack: 1000, ..S };
+        let want = lower_bound(&k4_100g(), &flows[..1], S);
+        assert_eq!(lower_bound(&k4_100g(), &flows, big_acks), want);
+    }
+
+    #[test]
+    fn a_late_flow_counts_only_the_bytes_released_after_it() {
+        // 0 sends 10 packets at time 0 (to another pod) and 10 more at 1 ms (within its ToR):
+        // the second batch alone decides, with its own two-link tail.
+        let flows = [flow(0, 15, 40960, 0), flow(0, 1, 40960, 1_000_000_000)];
+        let ser = 10 * 334_240;
+        let tail_intra_tor = 334_240 + 2_000_000;
+        assert_eq!(
+            lower_bound(&k4_100g(), &flows, S),
+            SimTime(1_000_000_000 + ser + tail_intra_tor)
+        );
+    }
+
+    fn deps_one_trigger(needed: u32, feeders: &[u32], targets: &[u32], n: usize) -> Dependencies {
+        let mut on_recv_done = vec![Vec::new(); n];
+        for &f in feeders {
+            on_recv_done[f as usize].push(0);
+        }
+        let mut gated = vec![false; n];
+        for &g in targets {
+            gated[g as usize] = true;
+        }
+        Dependencies {
+            triggers: vec![Trigger {
+                needed,
+                multishot: false,
+                delay: SimTime(5_000),
+                targets: targets.to_vec(),
+            }],
+            on_recv_done,
+            on_send_done: Vec::new(),
+            gated,
+        }
+    }
+
+    #[test]
+    fn a_oneshot_trigger_fires_on_its_first_feeder_not_its_last() {
+        // A (short) and B (long) feed a oneshot trigger that starts C: C may start after A.
+        let topo = k4_100g();
+        let flows = [
+            flow(0, 1, 4096, 0),
+            flow(2, 3, 409600, 0),
+            flow(4, 5, 4096, 0),
+        ];
+        let deps = deps_one_trigger(1, &[0, 1], &[2], 3);
+        let st = schedule(&topo, &flows, &deps, 0..3, S);
+        let a = alone(&topo, &flows[0], S);
+        assert_eq!(st[2], Some(a + SimTime(5_000)));
+        // As a barrier of two it waits for B.
+        let deps = deps_one_trigger(2, &[0, 1], &[2], 3);
+        let st = schedule(&topo, &flows, &deps, 0..3, S);
+        assert_eq!(st[2], Some(alone(&topo, &flows[1], S) + SimTime(5_000)));
+    }
+
+    #[test]
+    fn a_trigger_that_never_fires_leaves_its_flows_out() {
+        let topo = k4_100g();
+        let flows = [flow(0, 1, 4096, 0), flow(4, 5, 4096, 0)];
+        let deps = deps_one_trigger(2, &[0], &[1], 2);
+        let st = schedule(&topo, &flows, &deps, 0..2, S);
+        assert_eq!(st[1], None);
+        assert_eq!(
+            lower_bound_with_deps(&topo, &flows, &deps, S),
+            lower_bound(&topo, &flows[..1], S)
+        );
     }
 }

@@ -10,9 +10,9 @@
 //! - direct all-to-all (S per pair): (n-1) wire(S)/B + L
 //! - pairwise all-to-all: (n-1) T(S)
 //!
-//! The bound a run is compared with ([`bound`]) is computed from the generated flows themselves:
-//! the longest dependency chain (each flow alone on its path, started when its trigger fires)
-//! and the busiest host's bytes ([`bound::lower_bound`]), whichever is larger. When every rank has
+//! The bound a run is compared with ([`bound`]) is computed from the generated flows themselves
+//! ([`bound::schedule`]): every flow alone on its path, started when its triggers can first fire,
+//! and every host link carrying the bytes released to it, whichever is larger. When every rank has
 //! its own host and all paths are alike it equals the closed form; with several ranks per host,
 //! same-host steps cost nothing and the chain is shorter.
 
@@ -89,54 +89,9 @@ pub fn bound(
     if range.is_empty() {
         return SimTime::ZERO;
     }
-    let (lo, hi) = (range.start as usize, range.end as usize);
-    let origin = (lo..hi)
-        .filter(|&f| !deps.gated(f))
-        .map(|f| flows[f].start)
-        .min()
-        .unwrap_or(SimTime::ZERO);
-    // Earliest start inside the collective (flows are generated after what they wait for).
-    let mut es = vec![SimTime::ZERO; hi - lo];
-    let mut chain = SimTime::ZERO;
-    for f in lo..hi {
-        let spec = &flows[f];
-        let start = if deps.gated(f) {
-            es[f - lo]
-        } else {
-            spec.start - origin
-        };
-        let ef = start
-            + topo
-                .host_rate
-                .serialization(bound::data_wire_bytes(spec.size_bytes, s))
-            + bound::path_tail(topo, spec, s);
-        chain = chain.max(ef);
-        let fed = deps.on_recv_done.get(f).into_iter().flatten();
-        for &t in fed.chain(deps.on_send_done.get(f).into_iter().flatten()) {
-            let tr = &deps.triggers[t as usize];
-            if tr
-                .targets
-                .first()
-                .is_none_or(|&g| (g as usize) < lo || g as usize >= hi)
-            {
-                continue;
-            }
-            for &g in &tr.targets {
-                if (g as usize) > f && (g as usize) < hi {
-                    let e = &mut es[g as usize - lo];
-                    *e = (*e).max(ef + tr.delay);
-                }
-            }
-        }
-    }
-    let rebased: Vec<FlowSpec> = flows[lo..hi]
-        .iter()
-        .map(|f| FlowSpec {
-            start: SimTime::ZERO,
-            ..*f
-        })
-        .collect();
-    chain.max(bound::lower_bound(topo, &rebased, s))
+    let r = range.start as usize..range.end as usize;
+    let starts = bound::schedule(topo, flows, deps, r.clone(), s);
+    bound::bound_from_starts(topo, flows, &starts, r, s)
 }
 
 /// One row of collectives.csv.

@@ -36,8 +36,14 @@ pub struct Summary {
     pub flows_completed: u64,
     /// Collective completion time: last completion minus first start (null if any flow is unfinished).
     pub cct_ps: Option<u64>,
+    /// No run can finish sooner (from the first start): dependencies, host links and every
+    /// flow's own path counted; see `bound`.
     pub lower_bound_ps: u64,
     pub cct_over_bound: Option<f64>,
+    /// The bound as if every flow could start at its own start time, triggers ignored (equal
+    /// to `lower_bound_ps` without dependencies; smaller, so the ratio larger, with them).
+    pub lower_bound_ignoring_deps_ps: u64,
+    pub cct_over_bound_ignoring_deps: Option<f64>,
     pub mean_fct_ps: Option<f64>,
     pub p99_fct_ps: Option<u64>,
     pub data_packets_sent: u64,
