@@ -11,6 +11,7 @@ pub mod experiments;
 pub mod failure;
 pub mod ids;
 pub mod lb;
+pub mod memory;
 pub mod net;
 pub mod rng;
 pub mod scenario;
@@ -30,14 +31,22 @@ pub struct RunOutput {
     pub flows: Vec<FlowRecord>,
     /// Per-job, per-iteration and per-collective results (empty for traces).
     pub collectives: stats::collectives::CollectiveReport,
+    /// The observer stopped the run before it ended (see [`run_observed`]).
+    pub interrupted: bool,
 }
 
 /// Builds, runs and summarizes one scenario, filling in the wall-clock fields.
 pub fn run(sc: Scenario) -> RunOutput {
+    run_observed(sc, &mut |_| true)
+}
+
+/// [`run`] with an observer called every [`sim::OBSERVE_EVENTS`] events; answering false stops
+/// the run, and the output then holds what was done by that instant (`interrupted` set).
+pub fn run_observed(sc: Scenario, observe: &mut dyn FnMut(&sim::Progress) -> bool) -> RunOutput {
     let labels = sc.labels.clone();
     let t0 = std::time::Instant::now();
     let mut sim = Simulation::new(sc);
-    sim.run();
+    let interrupted = sim.run_observed(observe);
     let wall = t0.elapsed().as_secs_f64();
     let mut summary = sim.summary();
     summary.wall_seconds = wall;
@@ -51,5 +60,6 @@ pub fn run(sc: Scenario) -> RunOutput {
         summary,
         collectives: stats::collectives::report(&labels, &flows),
         flows,
+        interrupted,
     }
 }

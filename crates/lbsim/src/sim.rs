@@ -140,6 +140,19 @@ pub struct Counters {
     pub discarded: u64,
 }
 
+/// How often (in events) the run loop calls its observer: a power of two, so the check is a mask.
+pub const OBSERVE_EVENTS: u64 = 1 << 16;
+
+/// The run's progress, as handed to the observer of [`Simulation::run_observed`].
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Simulated time of the event just popped.
+    pub now: SimTime,
+    pub events: u64,
+    pub completed: u64,
+    pub flows: u64,
+}
+
 /// Where packets are when the run stops.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InFlight {
@@ -449,6 +462,15 @@ impl Simulation {
 
     /// Runs until every flow has completed, or the end-time cap, or nothing is left to happen.
     pub fn run(&mut self) {
+        self.run_observed(&mut |_| true);
+    }
+
+    /// Like [`Simulation::run`], and every [`OBSERVE_EVENTS`] events hands `observe` the run's
+    /// progress; if it answers false the run stops there (returning true), and `summary()` and
+    /// `flow_records()` report the state at that instant. Checking a counter every 2^16 events
+    /// keeps the hot path as it was; the observer may read the wall clock, the model never does.
+    pub fn run_observed(&mut self, observe: &mut dyn FnMut(&Progress) -> bool) -> bool {
+        let mut stopped = false;
         if self.flow_rates.is_none() {
             self.update_flow_rates();
         }
@@ -462,6 +484,18 @@ impl Simulation {
             }
             self.now = t;
             self.event_count += 1;
+            if self.event_count & (OBSERVE_EVENTS - 1) == 0 {
+                let p = Progress {
+                    now: t,
+                    events: self.event_count,
+                    completed: self.completed,
+                    flows: total,
+                };
+                if !observe(&p) {
+                    stopped = true;
+                    break;
+                }
+            }
             // An arrival reads its port's first line, then the head's ring entry, both long
             // untouched: ask for them an event ahead (fetching ports two events ahead measured
             // slower).
@@ -487,6 +521,7 @@ impl Simulation {
             }
         }
         self.ended = Some(self.now);
+        stopped
     }
 
     fn on_flow_start(&mut self, f: FlowId) {

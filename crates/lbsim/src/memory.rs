@@ -1,0 +1,206 @@
+//! A run's memory, estimated before anything large is allocated, so a front end can refuse a
+//! scenario that cannot fit (an all-to-all on 65,536 hosts is 4.3 G flows) instead of dying in
+//! an allocation failure.
+//!
+//! The estimate is counts times per-item costs. The costs were calibrated against the peak RSS
+//! of `lbsim run --out` (GNU time -v, release build, 800 Gb/s fat-trees, ECMP):
+//!
+//! | run | flows | ports | peak RSS | estimate |
+//! |---|---|---|---|---|
+//! | k=8 permutation, 2 MiB | 128 | 1,536 | 12.3 MiB | 19 MiB |
+//! | k=8 all-to-all, 4 KiB | 16,256 | 1,536 | 18.5 MiB | 21 MiB |
+//! | k=16 all-to-all, 4 KiB | 1,047,552 | 6,144 | 494 MiB | 538 MiB |
+//! | k=32 permutation, 4 KiB | 8,192 | 49,152 | 116 MiB | 124 MiB |
+//!
+//! The last two fix the per-flow cost (the flow's state, its spec, its record, its flows.csv row
+//! and its pending start event: about 470 B) and the per-port cost (port, ring, routing: about
+//! 2 KiB); packets in flight cost a 64-byte slot plus a 16-byte ring entry each. It errs high
+//! (packets are counted as if every buffer could fill), which is the safe side for a refusal.
+
+use crate::scenario::{ScenarioFile, TopologyKind, WorkloadConfig, WorkloadKind};
+use crate::Scenario;
+
+/// Fixed cost of a run: the binary, the calendar's flat bucket array, allocator slack.
+const BASE_BYTES: u128 = 12 << 20;
+/// Per flow: `transport::Flow`, `FlowSpec`, `FlowRecord`, its flows.csv row, its start event.
+const FLOW_BYTES: u128 = 470;
+/// Per egress port: the port, its ring's high-water capacity, routing and policy state.
+const PORT_BYTES: u128 = 2048;
+/// Per packet in flight: a 64-byte slot and a 16-byte ring entry.
+const PACKET_BYTES: u128 = 80;
+
+/// What a run is expected to hold at its peak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    pub flows: u128,
+    pub ports: u128,
+    /// Packets that can be in flight at once: the fewer of every data packet of every flow and
+    /// what the switch buffers (plus one per port on the wire) can hold.
+    pub packets: u128,
+    pub bytes: u128,
+}
+
+impl MemoryEstimate {
+    fn new(flows: u128, ports: u128, switch_ports: u128, file: &ScenarioFile, data: u128) -> Self {
+        let mtu = (file.packet.payload_bytes + file.packet.header_bytes).max(1) as u128;
+        let buffered = switch_ports * (file.topology.buffer_bytes as u128 / mtu + 1) + ports;
+        let packets = data.min(buffered);
+        MemoryEstimate {
+            flows,
+            ports,
+            packets,
+            bytes: BASE_BYTES + flows * FLOW_BYTES + ports * PORT_BYTES + packets * PACKET_BYTES,
+        }
+    }
+
+    /// The estimate for a built scenario (the flows are generated, the run's state is not).
+    pub fn of_scenario(sc: &Scenario) -> MemoryEstimate {
+        let payload = sc.file.packet.payload_bytes.max(1) as u128;
+        let data: u128 = sc
+            .flows
+            .iter()
+            .map(|f| (f.size_bytes as u128).div_ceil(payload))
+            .sum();
+        let ports = sc.topology.links.len() as u128;
+        let switch_ports = sc.topology.switch_ports().len() as u128;
+        Self::new(sc.flows.len() as u128, ports, switch_ports, &sc.file, data)
+    }
+}
+
+/// The estimate from the scenario file alone, before the flows are generated; `None` when the
+/// flow count is not known before reading a file (connection matrix: estimate the built
+/// scenario instead). The counts are upper bounds: ranks sharing a host send nothing over the
+/// network, and invalid settings are left to `Scenario::build` to report.
+pub fn estimate(file: &ScenarioFile) -> Option<MemoryEstimate> {
+    let t = &file.topology;
+    let (hosts, ports, switch_ports) = match t.kind {
+        TopologyKind::FatTree => {
+            let k = t.k as u128;
+            // k^3/4 hosts; host-ToR, ToR-aggregation and aggregation-core cables, k^3/4 each.
+            let hosts = k * k * k / 4;
+            (hosts, 6 * hosts, 5 * hosts)
+        }
+        TopologyKind::LeafSpine => {
+            let hosts = t.hosts_per_leaf as u128 * t.leaves as u128;
+            let up = t.leaves as u128 * t.spines as u128;
+            (hosts, 2 * (hosts + up), hosts + 2 * up)
+        }
+    };
+    let jobs: Vec<&WorkloadConfig> = if file.jobs.is_empty() {
+        vec![&file.workload]
+    } else {
+        file.jobs.iter().collect()
+    };
+    let mut flows = 0u128;
+    let mut data = 0u128;
+    let payload = file.packet.payload_bytes.max(1) as u128;
+    for w in jobs {
+        let (f, bytes) = job_flows(w, hosts)?;
+        flows = flows.saturating_add(f);
+        data = data.saturating_add(f.saturating_mul(bytes.div_ceil(payload)));
+    }
+    Some(MemoryEstimate::new(flows, ports, switch_ports, file, data))
+}
+
+/// Flows of one job and the bytes of its largest flow (upper bounds).
+fn job_flows(w: &WorkloadConfig, hosts: u128) -> Option<(u128, u128)> {
+    let gpus = w.gpus_per_host.unwrap_or(1).max(1) as u128;
+    let groups = w.groups.unwrap_or(1).max(1) as u128;
+    let first = w.first_host.unwrap_or(0) as u128;
+    let capacity = hosts.saturating_sub(first) * gpus;
+    let n = match w.group_size {
+        Some(n) => n as u128,
+        None => capacity / groups,
+    };
+    let iters = w.iterations.unwrap_or(1).max(1) as u128;
+    let s = w.message_bytes as u128;
+    let per_group = match w.kind {
+        WorkloadKind::ConnectionMatrix => return None,
+        WorkloadKind::Permutation => return Some((hosts, s)),
+        WorkloadKind::Incast | WorkloadKind::Outcast => {
+            let fan = w.fan_in.map_or(capacity.saturating_sub(1), u128::from);
+            return Some((fan * iters, s));
+        }
+        WorkloadKind::AllToAll => (n * n.saturating_sub(1), s),
+        WorkloadKind::RingAllreduce => (2 * n * n.saturating_sub(1), s.div_ceil(n.max(1))),
+        WorkloadKind::RingReduceScatter | WorkloadKind::RingAllgather => {
+            (n * n.saturating_sub(1), s.div_ceil(n.max(1)))
+        }
+        WorkloadKind::HalvingDoublingAllreduce => {
+            let steps = 2 * (128 - n.max(1).leading_zeros() as u128);
+            (n * steps, s / 2)
+        }
+        WorkloadKind::Fsdp => {
+            let preset = w
+                .model
+                .as_deref()
+                .and_then(crate::workload::collective::preset);
+            let layers = w.layers.or(preset.as_ref().map(|p| p.layers)).unwrap_or(1) as u128;
+            let bytes = w
+                .layer_bytes
+                .or(preset.as_ref().map(|p| p.layer_bytes))
+                .unwrap_or(0) as u128;
+            (
+                layers * 2 * n * n.saturating_sub(1),
+                bytes.div_ceil(n.max(1)),
+            )
+        }
+    };
+    Some((per_group.0.saturating_mul(groups * iters), per_group.1))
+}
+
+/// `n` bytes for people: "4.3 GiB".
+pub fn human_bytes(n: u128) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut x = n as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < UNITS.len() {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(sets: &[&str]) -> ScenarioFile {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        ScenarioFile::builtin(&sets).unwrap()
+    }
+
+    #[test]
+    fn estimate_before_generation_counts_all_to_all_pairs() {
+        let e = estimate(&file(&["topology.k=64", "workload.kind=all_to_all"])).unwrap();
+        assert_eq!(e.flows, 65536 * 65535);
+        assert!(e.bytes > 1 << 40, "{}", human_bytes(e.bytes));
+    }
+
+    #[test]
+    fn estimate_before_generation_matches_the_built_scenario() {
+        for sets in [
+            &["topology.k=4", "workload.kind=all_to_all"][..],
+            &["topology.k=4"][..],
+            &["topology.k=4", "workload.kind=ring_allreduce"][..],
+            &[
+                "topology.kind=leaf_spine",
+                "topology.leaves=4",
+                "topology.hosts_per_leaf=4",
+                "topology.spines=2",
+            ][..],
+        ] {
+            let f = file(sets);
+            let pre = estimate(&f).unwrap();
+            let sc = Scenario::build(f, &crate::Origin::builtin()).unwrap();
+            let post = MemoryEstimate::of_scenario(&sc);
+            assert_eq!((pre.flows, pre.ports), (post.flows, post.ports), "{sets:?}");
+            let (a, b) = (pre.bytes as f64, post.bytes as f64);
+            assert!((a - b).abs() <= 0.1 * b, "{sets:?}: {a} vs {b}");
+        }
+    }
+}
