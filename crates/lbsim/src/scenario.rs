@@ -316,7 +316,9 @@ impl TransportConfig {
                 ),
             ));
         }
-        let ecn = topo.ecn_threshold_bytes.unwrap_or(topo.buffer_bytes / 5);
+        let ecn = topo
+            .ecn_threshold_bytes
+            .unwrap_or(topo.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR);
         if matches!(cc, CcKind::Dctcp | CcKind::Dcqcn) && ecn >= topo.buffer_bytes {
             return Err(ConfigError::Invalid {
                 origin: o.name.clone(),
@@ -1015,7 +1017,9 @@ impl Scenario {
                 &format!("must be positive and smaller than a full packet ({mtu} bytes)"),
             )?;
         }
-        let kmin = t.ecn_threshold_bytes.unwrap_or(t.buffer_bytes / 5);
+        let kmin = t
+            .ecn_threshold_bytes
+            .unwrap_or(t.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR);
         if let Some(kmax) = t.ecn_kmax_bytes {
             check(
                 kmax > kmin,
@@ -1123,7 +1127,9 @@ impl Scenario {
             "topology",
             "needs at least two hosts",
         )?;
-        let ecn = t.ecn_threshold_bytes.unwrap_or(t.buffer_bytes / 5);
+        let ecn = t
+            .ecn_threshold_bytes
+            .unwrap_or(t.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR);
         let workload::Workload {
             flows,
             deps,
@@ -1151,7 +1157,7 @@ impl Scenario {
             }
         };
         let rto = match file.transport.rto_us {
-            None => SimTime::from_us(100),
+            None => SimTime::from_us_f64(defaults::RTO_US),
             Some(us) => {
                 check(
                     us.is_finite() && us > 0.0,
@@ -1212,6 +1218,80 @@ impl Scenario {
             rto,
             file,
         })
+    }
+}
+
+/// The defaults of options left unset in a scenario file, in one place (`lbsim show` prints
+/// them through [`ScenarioFile::effective`]).
+pub mod defaults {
+    /// `transport.rto_us`: the Ultra Ethernet floor.
+    pub const RTO_US: f64 = 100.0;
+    /// `topology.ecn_threshold_bytes` = the buffer / this (20%).
+    pub const ECN_THRESHOLD_DIVISOR: u64 = 5;
+    /// `topology.ecn_pmax` (with `ecn_kmax_bytes`).
+    pub const ECN_PMAX: f64 = 1.0;
+    /// `topology.trim_header_bytes`.
+    pub const TRIM_HEADER_BYTES: u32 = 64;
+    /// `transport.erasure_extra_packets`: the study's k.
+    pub const ERASURE_EXTRA_PACKETS: u32 = 25;
+    /// `transport.reorder_threshold`: SACK's.
+    pub const REORDER_THRESHOLD: u32 = 3;
+}
+
+impl ScenarioFile {
+    /// The same scenario with every unset option that applies to it given its default value,
+    /// so that it can be printed in full (`lbsim show`) and read back to the same run. Options
+    /// that do not apply (another scheme's, another loss recovery's) stay unset: giving them is
+    /// an error.
+    pub fn effective(&self) -> ScenarioFile {
+        use defaults::*;
+        let us = |t: SimTime| t.ps() as f64 / 1e6;
+        let mut f = self.clone();
+        let lr = f.transport.loss_recovery;
+        let t = &mut f.topology;
+        t.ecn_threshold_bytes
+            .get_or_insert(t.buffer_bytes / ECN_THRESHOLD_DIVISOR);
+        if t.ecn_kmax_bytes.is_some() {
+            t.ecn_pmax.get_or_insert(ECN_PMAX);
+        }
+        if lr == LossRecoveryKind::Trim {
+            t.trim_header_bytes.get_or_insert(TRIM_HEADER_BYTES);
+        }
+        if lr == LossRecoveryKind::Trim || f.transport.cc == CcKind::Eqds {
+            t.control_buffer_bytes.get_or_insert(t.buffer_bytes);
+        }
+        let tr = &mut f.transport;
+        tr.rto_us.get_or_insert(RTO_US);
+        if lr == LossRecoveryKind::Erasure {
+            tr.erasure_extra_packets
+                .get_or_insert(ERASURE_EXTRA_PACKETS);
+        }
+        if !matches!(lr, LossRecoveryKind::GoBackN | LossRecoveryKind::Trim) {
+            tr.reorder_threshold.get_or_insert(REORDER_THRESHOLD);
+        }
+        let options = lb::scheme(&f.load_balancing.scheme).map_or(&[][..], |s| s.options);
+        let lbc = &mut f.load_balancing;
+        let (sub, plb, reps) = (lbc.subflow_config(), lbc.plb_config(), lbc.reps_config());
+        let (ar, flowlet) = (lbc.ar_config(), lbc.flowlet_config());
+        for key in options {
+            match *key {
+                "subflows" => lbc.subflows = Some(sub.subflows),
+                "plb_congested_fraction" => {
+                    lbc.plb_congested_fraction = Some(plb.congested_fraction)
+                }
+                "plb_rehash_rounds" => lbc.plb_rehash_rounds = Some(plb.rehash_rounds),
+                "plb_idle_rehash_rounds" => {
+                    lbc.plb_idle_rehash_rounds = Some(plb.idle_rehash_rounds)
+                }
+                "plb_suspend_us" => lbc.plb_suspend_us = Some(us(plb.suspend)),
+                "reps_freeze_us" => lbc.reps_freeze_us = Some(us(reps.freeze)),
+                "reps_explore_packets" => lbc.reps_explore_packets = Some(reps.explore_packets),
+                "ar_refresh_ns" => lbc.ar_refresh_ns = Some(ar.refresh.ps() as f64 / 1e3),
+                "flowlet_gap_us" => lbc.flowlet_gap_us = Some(us(flowlet.gap)),
+                _ => {}
+            }
+        }
+        f
     }
 }
 
