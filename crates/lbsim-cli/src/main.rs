@@ -2,8 +2,10 @@
 
 mod bench;
 mod export;
+mod guard;
 mod output;
 mod paper;
+mod progress;
 mod queue_scaling;
 mod report;
 mod sweep;
@@ -47,6 +49,12 @@ enum Cmd {
         /// Write DIR/summary.json and DIR/flows.csv.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Run even if the run is estimated not to fit in memory.
+        #[arg(long)]
+        force: bool,
+        /// No progress on stderr.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Run the configuration once per load-balancing scheme and print a comparison table.
     Compare {
@@ -59,8 +67,11 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Runs in parallel (default: all cores).
-        #[arg(long)]
+        #[arg(long, value_parser = guard::parse_jobs)]
         jobs: Option<usize>,
+        /// Run even if the runs at once are estimated not to fit in memory.
+        #[arg(long)]
+        force: bool,
     },
     /// Write the scenario's generated workload (flows and triggers) as an htsim connection matrix.
     ExportCm(export::ExportArgs),
@@ -98,8 +109,11 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Runs in parallel (default: all cores).
-        #[arg(long)]
+        #[arg(long, value_parser = guard::parse_jobs)]
         jobs: Option<usize>,
+        /// Run even if the runs at once are estimated not to fit in memory.
+        #[arg(long)]
+        force: bool,
     },
     /// Run the fixed benchmark suite (each case in its own process) and report speed and memory.
     Bench {
@@ -127,6 +141,7 @@ fn load_file(args: &ScenarioArgs) -> Result<(ScenarioFile, Origin)> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read scenario file {}", path.display()))?;
+            guard::not_a_sweep_file(path, &text)?;
             let origin = Origin::file(path);
             Ok((ScenarioFile::from_toml(&text, &args.sets, &origin)?, origin))
         }
@@ -138,35 +153,113 @@ fn build(file: ScenarioFile, origin: &Origin) -> Result<Scenario> {
     Ok(Scenario::build(file, origin)?)
 }
 
+/// Builds `file` for `runs` runs at once, refusing (unless `force`) what would not fit in
+/// memory: estimated from the file before the flows are generated where it can be (an
+/// all-to-all on 65,536 hosts would die generating them), else from the built scenario.
+fn build_checked(
+    file: ScenarioFile,
+    origin: &Origin,
+    what: &str,
+    runs: usize,
+    force: bool,
+) -> Result<Scenario> {
+    let pre = lbsim::memory::estimate(&file);
+    if let Some(e) = &pre {
+        guard::check_memory(what, e, runs, force)?;
+    }
+    let sc = build(file, origin)?;
+    if pre.is_none() {
+        let e = lbsim::memory::MemoryEstimate::of_scenario(&sc);
+        guard::check_memory(what, &e, runs, force)?;
+    }
+    Ok(sc)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            match e.downcast_ref::<guard::Exit>() {
+                Some(x) => ExitCode::from(x.code),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }
 
+/// `lbsim run`: one run with progress; Ctrl-C or SIGTERM stops it and writes what is done.
+fn run_one(args: &ScenarioArgs, out: Option<&Path>, force: bool, quiet: bool) -> Result<()> {
+    let (file, origin) = load_file(args)?;
+    let capped = file.end_time_us.is_some();
+    if let Some(dir) = out {
+        guard::check_out(dir)?;
+    }
+    let sc = build_checked(file, &origin, "this run", 1, force)?;
+    let stop = progress::Stop::install()?;
+    let mut shown = progress::RunProgress::new(quiet);
+    let res = lbsim::run_observed(sc, &mut |p| {
+        shown.update(p);
+        stop.signal().is_none()
+    });
+    shown.finish();
+    println!("{}", output::one_line(&res.summary));
+    if let Some(dir) = out {
+        output::write_run(dir, &res)?;
+    }
+    let s = &res.summary;
+    let written = out
+        .map(|d| format!("; results so far in {}", d.display()))
+        .unwrap_or_default();
+    if res.interrupted {
+        let (name, code) = match stop.signal() {
+            Some(signal_hook::consts::SIGTERM) => ("SIGTERM", guard::EXIT_SIGTERM),
+            _ => ("SIGINT", guard::EXIT_SIGINT),
+        };
+        return Err(guard::Exit {
+            code,
+            msg: format!(
+                "interrupted by {name} at {:.2} us simulated, {}/{} flows done{written}",
+                s.end_ps as f64 / 1e6,
+                s.flows_completed,
+                s.flows
+            ),
+        }
+        .into());
+    }
+    if s.flows_completed < s.flows && !capped {
+        return Err(guard::Exit {
+            code: guard::EXIT_UNFINISHED,
+            msg: format!(
+                "{} of {} flows unfinished when the run ended at {:.2} us (nothing left to \
+                 happen, or the automatic cap of a run with failures); set end_time_us to \
+                 make a cap expected{written}",
+                s.flows - s.flows_completed,
+                s.flows,
+                s.end_ps as f64 / 1e6
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 fn real_main(cli: Cli) -> Result<()> {
     match cli.cmd {
-        Cmd::Run { scenario, out } => {
-            let (file, origin) = load_file(&scenario)?;
-            let sc = build(file, &origin)?;
-            let res = lbsim::run(sc);
-            println!("{}", output::one_line(&res.summary));
-            if let Some(dir) = out {
-                output::write_run(&dir, &res)?;
-            }
-            Ok(())
-        }
+        Cmd::Run {
+            scenario,
+            out,
+            force,
+            quiet,
+        } => run_one(&scenario, out.as_deref(), force, quiet),
         Cmd::Compare {
             scenario,
             schemes,
             out,
             jobs,
-        } => compare(&scenario, schemes, out.as_deref(), jobs),
+            force,
+        } => compare(&scenario, schemes, out.as_deref(), jobs, force),
         Cmd::ExportCm(a) => export::main(a),
         Cmd::List => {
             print!("{}", output::list());
@@ -181,7 +274,7 @@ fn real_main(cli: Cli) -> Result<()> {
         Cmd::Show { scenario } => {
             let (file, origin) = load_file(&scenario)?;
             build(file.clone(), &origin)?;
-            print!("{}", file.to_toml());
+            print!("{}", output::show(&file));
             Ok(())
         }
         Cmd::QueueScaling {
@@ -192,6 +285,7 @@ fn real_main(cli: Cli) -> Result<()> {
             seeds,
             out,
             jobs,
+            force,
         } => queue_scaling::run(
             &scenario,
             queue_scaling::Options {
@@ -201,6 +295,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 seeds,
                 out,
                 jobs,
+                force,
             },
         ),
         Cmd::Bench { suite, out, case } => match case {
@@ -218,6 +313,7 @@ fn compare(
     schemes: Option<Vec<String>>,
     out: Option<&Path>,
     jobs: Option<usize>,
+    force: bool,
 ) -> Result<()> {
     let (file, origin) = load_file(args)?;
     let names: Vec<String> = match schemes {
@@ -227,6 +323,10 @@ fn compare(
     if names.is_empty() {
         bail!("--schemes: empty list");
     }
+    if let Some(dir) = out {
+        guard::check_out(dir)?;
+    }
+    let at_once = guard::concurrency(jobs, names.len());
     // Validate every configuration before running any.
     let mut scenarios = Vec::new();
     for name in &names {
@@ -238,7 +338,7 @@ fn compare(
         }
         let mut f = file.clone();
         f.load_balancing.scheme = name.clone();
-        scenarios.push(build(f, &origin)?);
+        scenarios.push(build_checked(f, &origin, "compare", at_once, force)?);
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))

@@ -8,15 +8,21 @@ use lbsim::{lb, RunOutput, Scenario, Summary};
 
 /// Writes `bytes` to `path` via a temporary file and a rename, so a reader never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = tmp_path(path);
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// `dir/.name.tmp-PID`: the process id keeps two writers of one file from sharing a temporary
+/// name, and tells whose a leftover is.
+pub fn tmp_path(path: &Path) -> std::path::PathBuf {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    dir.join(format!(".{name}.tmp-{}", std::process::id()))
 }
 
 pub fn write_run(dir: &Path, res: &RunOutput) -> Result<()> {
@@ -42,6 +48,12 @@ pub fn write_run(dir: &Path, res: &RunOutput) -> Result<()> {
                 "collectives".into(),
                 serde_json::to_value(&res.collectives)?,
             );
+        }
+    }
+    if res.interrupted {
+        // Only then: an ended run's summary.json is unchanged.
+        if let serde_json::Value::Object(m) = &mut value {
+            m.insert("interrupted".into(), true.into());
         }
     }
     let mut json = serde_json::to_vec_pretty(&value)?;
@@ -155,6 +167,17 @@ pub fn list() -> String {
         "  halving_doubling_allreduce   recursive halving then doubling (power-of-two group)\n",
     );
     o.push_str("  fsdp               FSDP training: per layer all-gather, compute, reduce-scatter (workload.model)\n");
+    o.push_str("  incast             workload.fan_in senders each send one message to the group's first host\n");
+    o.push_str("  outcast            the group's first host sends one message to each of workload.fan_in hosts\n");
+    o.push_str("congestion control (transport.cc):\n ");
+    for c in lbsim::scenario::CcKind::ALL {
+        let _ = write!(o, " {}", c.name());
+    }
+    o.push_str("\nloss recovery (transport.loss_recovery):\n ");
+    for l in lbsim::scenario::LossRecoveryKind::ALL {
+        let _ = write!(o, " {}", l.name());
+    }
+    o.push('\n');
     o.push_str("topologies (topology.kind):\n");
     o.push_str("  fat_tree           3-tier k-ary fat-tree (topology.k even): k^3/4 hosts\n");
     o.push_str(
@@ -188,4 +211,158 @@ pub fn topology(sc: &Scenario, links: bool) -> String {
         }
     }
     o
+}
+
+/// `lbsim show`: the scenario with every default that applies filled in (from
+/// `ScenarioFile::effective`, the library's one place for them) and every CC's section, a
+/// valid scenario file that reads back to the same scenario; then, as comments, the options
+/// only another scheme, loss recovery or CC reads, with their defaults.
+pub fn show(file: &lbsim::ScenarioFile) -> String {
+    use lbsim::scenario::LossRecoveryKind;
+    let eff = file.effective();
+    let mut text = eff.to_toml();
+    // The CC sections equal to their defaults are left out by the serializer; put them back
+    // right after [transport] (a later [transport.x] header is valid TOML).
+    let tr = &eff.transport;
+    let sections: [(&str, Result<String, toml::ser::Error>); 6] = [
+        ("dctcp", toml::to_string(&tr.dctcp)),
+        ("dcqcn", toml::to_string(&tr.dcqcn)),
+        ("swift", toml::to_string(&tr.swift)),
+        ("mswift", toml::to_string(&tr.mswift)),
+        ("nscc", toml::to_string(&tr.nscc)),
+        ("eqds", toml::to_string(&tr.eqds)),
+    ];
+    let mut add = String::new();
+    for (name, body) in sections {
+        let header = format!("[transport.{name}]\n");
+        if let (false, Ok(body)) = (text.contains(&header), body) {
+            let _ = write!(add, "\n{header}{body}");
+        }
+    }
+    match text.find("\n[load_balancing]\n") {
+        Some(i) => text.insert_str(i, &add),
+        None => text.push_str(&add),
+    }
+    // The value an option takes in `f` filled in (a scenario where it applies).
+    let value = |f: lbsim::ScenarioFile, section: &str, key: &str| -> Option<String> {
+        let t = toml::Table::try_from(f.effective()).ok()?;
+        Some(t.get(section)?.get(key)?.to_string())
+    };
+    let mut notes = Vec::new();
+    let scheme = &eff.load_balancing.scheme;
+    let own = lb::scheme(scheme).map_or(&[][..], |s| s.options);
+    for key in lbsim::scenario::LoadBalancingConfig::OPTION_KEYS {
+        if own.contains(key) {
+            continue;
+        }
+        let users = lb::schemes_with_option(key);
+        let mut f = eff.clone();
+        f.load_balancing.scheme = users.first().map_or(String::new(), |s| s.to_string());
+        if let Some(v) = value(f, "load_balancing", key) {
+            notes.push((
+                format!("load_balancing.{key} = {v}"),
+                format!("scheme {}", users.join(", ")),
+            ));
+        }
+    }
+    let with_lr = |lr: LossRecoveryKind| {
+        let mut f = eff.clone();
+        f.transport.loss_recovery = lr;
+        f
+    };
+    let lr = eff.transport.loss_recovery;
+    if tr.erasure_extra_packets.is_none() {
+        if let Some(v) = value(
+            with_lr(LossRecoveryKind::Erasure),
+            "transport",
+            "erasure_extra_packets",
+        ) {
+            notes.push((
+                format!("transport.erasure_extra_packets = {v}"),
+                "loss_recovery erasure".into(),
+            ));
+        }
+    }
+    if tr.reorder_threshold.is_none() {
+        if let Some(v) = value(
+            with_lr(LossRecoveryKind::Sack),
+            "transport",
+            "reorder_threshold",
+        ) {
+            notes.push((
+                format!("transport.reorder_threshold = {v}"),
+                format!(
+                    "loss_recovery sack and the erasure schemes, not {}",
+                    lr.name()
+                ),
+            ));
+        }
+    }
+    let trim = with_lr(LossRecoveryKind::Trim);
+    for key in ["trim_header_bytes", "control_buffer_bytes"] {
+        let unset = match key {
+            "trim_header_bytes" => eff.topology.trim_header_bytes.is_none(),
+            _ => eff.topology.control_buffer_bytes.is_none(),
+        };
+        if unset {
+            if let Some(v) = value(trim.clone(), "topology", key) {
+                let who = if key == "trim_header_bytes" {
+                    "loss_recovery trim"
+                } else {
+                    "loss_recovery trim and cc eqds (default: the buffer)"
+                };
+                notes.push((format!("topology.{key} = {v}"), who.into()));
+            }
+        }
+    }
+    if tr.mswift.median_window.is_none() {
+        notes.push((
+            "transport.mswift.median_window = (unset: one delay sample per packet of window)"
+                .into(),
+            "cc mswift".into(),
+        ));
+    }
+    if eff.topology.ecn_kmax_bytes.is_none() {
+        notes.push((
+            "topology.ecn_kmax_bytes = (unset: step marking at the threshold)".into(),
+            "RED marking, e.g. for cc dcqcn".into(),
+        ));
+        let mut f = eff.clone();
+        f.topology.ecn_kmax_bytes = Some(f.topology.buffer_bytes);
+        if let Some(v) = value(f, "topology", "ecn_pmax") {
+            notes.push((
+                format!("topology.ecn_pmax = {v}"),
+                "RED marking (with ecn_kmax_bytes)".into(),
+            ));
+        }
+    }
+    if !notes.is_empty() {
+        text.push_str(
+            "\n# Options this scenario does not read (setting one here is an error), with their\n\
+             # defaults and who reads them:\n",
+        );
+        let w = notes.iter().map(|(a, _)| a.len()).max().unwrap_or(0);
+        for (a, b) in notes {
+            let _ = writeln!(text, "# {a:<w$}  # {b}");
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn temporary_names_carry_the_process_id() {
+        let t = super::tmp_path(std::path::Path::new("d/summary.json"));
+        let pid = std::process::id().to_string();
+        assert_eq!(
+            t,
+            std::path::Path::new("d").join(format!(".summary.json.tmp-{pid}"))
+        );
+        let r = crate::sweep::tmp_run_dir(std::path::Path::new("p"), 3);
+        assert_eq!(
+            r,
+            std::path::Path::new("p").join(format!(".seed-3.tmp-{pid}"))
+        );
+    }
 }

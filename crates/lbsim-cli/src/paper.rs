@@ -23,8 +23,14 @@ pub struct PaperArgs {
     #[arg(long, default_value = "results/paper")]
     pub out: PathBuf,
     /// Runs in parallel (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::guard::parse_jobs)]
     pub jobs: Option<usize>,
+    /// Run even if the runs at once are estimated not to fit in memory.
+    #[arg(long)]
+    pub force: bool,
+    /// No progress bar or progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 struct Scale {
@@ -174,16 +180,16 @@ pub fn main(a: PaperArgs) -> Result<()> {
         "full" => &FULL,
         other => bail!("--scale {other}: expected small or full"),
     };
-    std::fs::create_dir_all(&a.out)?;
+    crate::guard::check_out(&a.out)?;
     let t0 = std::time::Instant::now();
     for (name, toml) in experiments(sc) {
         let file = a.out.join(format!("{name}.toml"));
         write_atomic(&file, toml.as_bytes())?;
-        let plan = Plan::load(&file)?;
+        let plan = Plan::load(&file, a.force)?;
         let dir = a.out.join(name);
         let n = plan.manifest.points.len() as u64 * plan.manifest.seeds;
         eprintln!("== {name}: {n} runs");
-        let s = sweep::run_plan(&plan, &dir, a.jobs, None, false)?;
+        let s = sweep::run_plan(&plan, &dir, a.jobs, None, a.quiet)?;
         sweep::collect(&dir)?;
         eprintln!(
             "   {} run, {} already finished, {:.1} s",

@@ -21,6 +21,7 @@ pub struct Options {
     pub seeds: u64,
     pub out: Option<std::path::PathBuf>,
     pub jobs: Option<usize>,
+    pub force: bool,
 }
 
 /// True if the scenario file or an override sets `topology.buffer_bytes`.
@@ -82,6 +83,18 @@ pub fn run(args: &ScenarioArgs, opt: Options) -> Result<()> {
                 lb::scheme_names().join(", ")
             );
         }
+    }
+    if let Some(dir) = &opt.out {
+        crate::guard::check_out(dir)?;
+    }
+    // The longest messages are the largest runs; check them before any scenario is built.
+    let mut largest = file.clone();
+    let m = opt.packets.iter().copied().max().unwrap_or(1);
+    largest.workload.message_bytes = m.saturating_mul(file.packet.payload_bytes as u64);
+    if let Some(e) = lbsim::memory::estimate(&largest) {
+        let n = schemes.len() * opt.packets.len() * opt.seeds as usize;
+        let at_once = crate::guard::concurrency(opt.jobs, n);
+        crate::guard::check_memory("queue-scaling", &e, at_once, opt.force)?;
     }
     let runs = experiments::queue_scaling_runs(&file, &origin, &schemes, &opt.packets, opt.seeds)?;
     let pool = rayon::ThreadPoolBuilder::new()

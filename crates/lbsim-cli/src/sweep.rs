@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -30,8 +31,14 @@ pub struct SweepArgs {
     /// Sweep file (TOML): `seeds`, `[base]` (or `base_file`), `[grid]`; see sweeps/example.toml.
     pub sweep: Option<PathBuf>,
     /// Runs in parallel (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::guard::parse_jobs)]
     pub jobs: Option<usize>,
+    /// Run even if the runs at once are estimated not to fit in memory.
+    #[arg(long)]
+    pub force: bool,
+    /// No progress bar or progress lines on stderr.
+    #[arg(long)]
+    pub quiet: bool,
     /// Output directory (default: results/<sweep file name>).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -114,6 +121,10 @@ pub struct Plan {
     pub manifest: Manifest,
     files: Vec<ScenarioFile>,
     origin: Origin,
+    /// The largest point's memory estimate (None: not known before building, e.g. a
+    /// connection matrix, or every point was checked when built).
+    peak: Option<lbsim::memory::MemoryEstimate>,
+    force: bool,
 }
 
 /// One (point, seed) run.
@@ -233,14 +244,16 @@ fn set_in_value(
 impl Plan {
     /// Reads and validates a sweep file: every point's scenario is built once, so a bad key or
     /// value is reported (naming the key and point) before anything runs.
-    pub fn load(path: &Path) -> Result<Plan> {
+    /// With `force`, points estimated not to fit in memory are run anyway.
+    pub fn load(path: &Path, force: bool) -> Result<Plan> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read sweep file {}", path.display()))?;
-        Self::from_text(&text, path)
+        Self::from_text(&text, path, force)
     }
 
-    pub fn from_text(text: &str, path: &Path) -> Result<Plan> {
+    pub fn from_text(text: &str, path: &Path, force: bool) -> Result<Plan> {
         let name = path.display().to_string();
+        crate::guard::not_a_scenario_file(path, text)?;
         let sf: SweepFile =
             toml::from_str(text).map_err(|e| anyhow!("{name}: {}", e.to_string().trim_end()))?;
         if sf.seeds == 0 {
@@ -288,6 +301,7 @@ impl Plan {
         }
         let mut points = Vec::with_capacity(n);
         let mut files = Vec::with_capacity(n);
+        let mut peak: Option<lbsim::memory::MemoryEstimate> = None;
         for i in 0..n {
             // Mixed radix, first key slowest: points come out in the grid's own order.
             let mut rem = i;
@@ -309,7 +323,25 @@ impl Plan {
             let at = format!("grid point {id} ({})", label.join(", "));
             let file = ScenarioFile::from_table(t, &origin, &at)
                 .map_err(|e| anyhow!("{e}{}", unknown_hint(&e.to_string(), &keys)))?;
-            Scenario::build(file.clone(), &origin).map_err(|e| anyhow!("{name}: {at}: {e}"))?;
+            // Before building: a point too large to build at all must not abort the process.
+            let est = lbsim::memory::estimate(&file);
+            if let Some(e) = &est {
+                crate::guard::check_memory(&format!("{name}: {at}"), e, 1, force)?;
+            }
+            let sc =
+                Scenario::build(file.clone(), &origin).map_err(|e| anyhow!("{name}: {at}: {e}"))?;
+            let est = match est {
+                Some(e) => e,
+                None => {
+                    let e = lbsim::memory::MemoryEstimate::of_scenario(&sc);
+                    crate::guard::check_memory(&format!("{name}: {at}"), &e, 1, force)?;
+                    e
+                }
+            };
+            drop(sc);
+            if peak.is_none_or(|p| p.bytes < est.bytes) {
+                peak = Some(est);
+            }
             points.push(PointInfo {
                 id,
                 values,
@@ -327,6 +359,8 @@ impl Plan {
             },
             files,
             origin,
+            peak,
+            force,
         })
     }
 
@@ -398,6 +432,12 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
     serde_json::from_str(&text).with_context(|| format!("{}: not a sweep plan", path.display()))
 }
 
+/// Where a run is written before it is renamed into place: the process id in the name says
+/// whose it is, and keeps two processes from writing into one directory.
+pub fn tmp_run_dir(parent: &Path, seed: u64) -> PathBuf {
+    parent.join(format!(".seed-{seed}.tmp-{}", std::process::id()))
+}
+
 /// Runs one (point, seed) into a temporary directory and renames it into place.
 fn execute(plan: &Plan, dir: &Path, r: &RunSpec) -> Result<()> {
     let p = &plan.manifest.points[r.point];
@@ -410,12 +450,20 @@ fn execute(plan: &Plan, dir: &Path, r: &RunSpec) -> Result<()> {
     let parent = fin.parent().expect("run dir has a parent");
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    // A leftover from an interrupted attempt at this same run is garbage: start clean.
-    let tmp = parent.join(format!(".seed-{}.tmp", r.seed));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp)
-            .with_context(|| format!("cannot remove {}", tmp.display()))?;
+    // Leftovers of interrupted attempts at this same run are garbage: start clean. The
+    // directory lock makes this process the only one running this run (shards of one sweep
+    // split the runs between them), so every `.seed-S.tmp*` here is a dead attempt's.
+    let stale = format!(".seed-{}.tmp", r.seed);
+    for e in std::fs::read_dir(parent)
+        .with_context(|| format!("cannot read {}", parent.display()))?
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().starts_with(&stale) {
+            std::fs::remove_dir_all(e.path())
+                .with_context(|| format!("cannot remove {}", e.path().display()))?;
+        }
     }
+    let tmp = tmp_run_dir(parent, r.seed);
     write_run(&tmp, &res)?;
     write_atomic(&tmp.join("scenario.toml"), f.to_toml().as_bytes())?;
     if let Err(e) = std::fs::rename(&tmp, &fin) {
@@ -455,12 +503,12 @@ pub fn main(a: SweepArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(path.file_stem().unwrap_or_default()));
     let shard = a.shard.as_deref().map(parse_shard).transpose()?;
-    let plan = Plan::load(path)?;
+    let plan = Plan::load(path, a.force)?;
     if a.slurm {
         return submit_slurm(&a, path, &out, &plan);
     }
-    let quiet = false;
-    let s = run_plan(&plan, &out, a.jobs, shard, quiet)?;
+    crate::guard::check_out(&out)?;
+    let s = run_plan(&plan, &out, a.jobs, shard, a.quiet)?;
     match shard {
         Some((i, n)) => println!(
             "shard {i}/{n}: {} runs done, {} already finished; merge with: lbsim sweep --collect {}",
@@ -496,6 +544,9 @@ pub fn run_plan(
     shard: Option<(usize, usize)>,
     quiet: bool,
 ) -> Result<RunStats> {
+    crate::guard::check_out(out)?;
+    // Held until this function returns, also on error.
+    let _lock = crate::guard::lock_dir(out, shard)?;
     write_or_check_manifest(out, &plan.manifest)?;
     let all = plan.runs();
     let mine: Vec<&RunSpec> = all
@@ -510,6 +561,10 @@ pub fn run_plan(
         .filter(|r| !is_done(out, &plan.manifest.points[r.point].id, r.seed))
         .collect();
     let skipped = mine.len() - todo.len();
+    if let Some(e) = &plan.peak {
+        let at_once = crate::guard::concurrency(jobs, todo.len());
+        crate::guard::check_memory("the sweep's largest point", e, at_once, plan.force)?;
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))
         .build()
@@ -526,15 +581,26 @@ pub fn run_plan(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let t0 = Instant::now();
-    let results: Vec<Result<()>> = pool.install(|| {
-        todo.par_iter()
-            .with_max_len(1)
-            .map(|r| {
-                let res = execute(plan, out, r);
-                pb.inc(1);
-                res
-            })
-            .collect()
+    let done = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        // Logs (Slurm, nohup) see no bar: give them a line every few seconds instead.
+        if crate::progress::plain_lines(quiet) && !todo.is_empty() {
+            s.spawn(|| crate::progress::sweep_ticker(&done, todo.len(), &stop));
+        }
+        let results = pool.install(|| {
+            todo.par_iter()
+                .with_max_len(1)
+                .map(|r| {
+                    let res = execute(plan, out, r);
+                    pb.inc(1);
+                    done.fetch_add(1, Ordering::Relaxed);
+                    res
+                })
+                .collect()
+        });
+        stop.store(true, Ordering::Relaxed);
+        results
     });
     pb.finish_and_clear();
     let failed: Vec<String> = results
@@ -769,6 +835,7 @@ mod tests {
         let p = Plan::from_text(
             "[base.topology]\nk = 4\n[grid]\n\"load_balancing.scheme\" = [\"ecmp\", \"host_spray\"]\n\"workload.message_bytes\" = [4096, 8192, 16384]\n",
             Path::new("t.toml"),
+            false,
         )
         .unwrap();
         let v: Vec<String> = p
