@@ -341,8 +341,10 @@ impl Simulation {
                     lr,
                     spec.size_bytes,
                     pk.payload_bytes,
-                    tr.erasure_extra_packets.unwrap_or(25),
-                    tr.reorder_threshold.unwrap_or(3),
+                    tr.erasure_extra_packets
+                        .unwrap_or(crate::scenario::defaults::ERASURE_EXTRA_PACKETS),
+                    tr.reorder_threshold
+                        .unwrap_or(crate::scenario::defaults::REORDER_THRESHOLD),
                     sc.rto,
                     tr.rto_backoff,
                     credit,
@@ -423,7 +425,12 @@ impl Simulation {
             lr,
             cc: cc_kind,
             trim,
-            trim_header: sc.file.topology.trim_header_bytes.unwrap_or(64) as u16,
+            trim_header: sc
+                .file
+                .topology
+                .trim_header_bytes
+                .unwrap_or(crate::scenario::defaults::TRIM_HEADER_BYTES)
+                as u16,
             prio,
             ctrl_cap: sc.file.topology.control_buffer_bytes.unwrap_or(buffer),
             trim_coin: false,
@@ -435,11 +442,10 @@ impl Simulation {
             .serialization((pk.payload_bytes + pk.header_bytes) as u64),
             cnp_interval: SimTime::from_us_f64(tr.dcqcn.cnp_interval_us),
             timers: reliable || !sc.failures.is_empty(),
-            red: sc
-                .file
-                .topology
-                .ecn_kmax_bytes
-                .map(|k| (k, sc.file.topology.ecn_pmax.unwrap_or(1.0))),
+            red: sc.file.topology.ecn_kmax_bytes.map(|k| {
+                let pmax = sc.file.topology.ecn_pmax;
+                (k, pmax.unwrap_or(crate::scenario::defaults::ECN_PMAX))
+            }),
             red_salt: crate::rng::derive_seed(seed, Stream::Salt, u64::MAX),
             sc,
         }
