@@ -13,11 +13,13 @@ impl SimTime {
     pub const ZERO: SimTime = SimTime(0);
     pub const MAX: SimTime = SimTime(u64::MAX);
 
+    /// Saturates at [`SimTime::MAX`] (about 213 days), as every operation on times does: a time
+    /// past the end of the run stays past it instead of wrapping to the start.
     pub const fn from_ns(ns: u64) -> SimTime {
-        SimTime(ns * 1_000)
+        SimTime(ns.saturating_mul(1_000))
     }
     pub const fn from_us(us: u64) -> SimTime {
-        SimTime(us * 1_000_000)
+        SimTime(us.saturating_mul(1_000_000))
     }
     /// Rounds a non-negative, finite number of nanoseconds to the nearest picosecond.
     pub fn from_ns_f64(ns: f64) -> SimTime {
@@ -39,8 +41,9 @@ impl SimTime {
 
 impl std::ops::Add for SimTime {
     type Output = SimTime;
+    #[inline]
     fn add(self, o: SimTime) -> SimTime {
-        SimTime(self.0 + o.0)
+        SimTime(self.0.saturating_add(o.0))
     }
 }
 
@@ -94,6 +97,17 @@ mod tests {
         );
         // Rounds up: 1 B at 3 b/s.
         assert_eq!(BitsPerSec(3).serialization(1), SimTime(2_666_666_666_667));
+    }
+
+    #[test]
+    fn time_arithmetic_saturates_instead_of_wrapping() {
+        // A failure at a huge time plus a convergence delay must stay in the far future.
+        let at = SimTime::from_us(u64::MAX / 1_000_000);
+        assert_eq!(at + SimTime::from_us(1_000), SimTime::MAX);
+        assert_eq!(SimTime::from_us(u64::MAX), SimTime::MAX);
+        assert_eq!(SimTime::from_ns(u64::MAX / 10), SimTime::MAX);
+        assert_eq!(SimTime::from_us_f64(1e30), SimTime::MAX);
+        assert_eq!(SimTime::MAX + SimTime::MAX, SimTime::MAX);
     }
 
     #[test]
