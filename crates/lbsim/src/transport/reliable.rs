@@ -300,6 +300,7 @@ impl Sender {
                     let from = self.snd_una;
                     o.newly_acked = (from..seq).map(|s| self.payload_of(s) as u64).sum();
                     self.snd_una = seq;
+                    self.retire_below(seq);
                 }
             }
             LossRecoveryKind::IdealErasure => {
@@ -315,6 +316,21 @@ impl Sender {
         }
         self.detect(&mut o);
         o
+    }
+
+    /// Go-back-N: the receiver takes packets only in order, so a cumulative ACK of `una` says
+    /// every earlier transmission arrived, whether or not its own ACK did. Since a rewind drops
+    /// the scoreboard, the outstanding sequence numbers ascend and those below `una` lead it.
+    fn retire_below(&mut self, una: u32) {
+        for t in self.out.iter_mut() {
+            if t.seq >= una {
+                break;
+            }
+            if t.state == TxState::Out {
+                t.state = TxState::Acked;
+                self.inflight -= t.payload as u64;
+            }
+        }
     }
 
     /// Pops resolved transmissions off the front, declaring lost those that `reorder` later ones
@@ -641,6 +657,27 @@ mod tests {
         assert_eq!(r.on_data(3).reply, Reply::None, "one NACK per gap");
         assert_eq!(r.on_data(1).reply, Reply::Ack(2));
         assert_eq!(r.on_data(0).reply, Reply::Ack(2), "duplicates re-ACK");
+    }
+
+    #[test]
+    fn go_back_n_cumulative_ack_retires_earlier_transmissions_whose_acks_were_lost() {
+        let mut s = sender(LossRecoveryKind::GoBackN, 6 * MSS as u64, 3);
+        let (mut seq, mut x) = (0, 0);
+        send_all(&mut s, &mut seq, &mut x);
+        assert_eq!(s.inflight, 6000);
+        let t = SimTime::from_us(10);
+        // The ACKs of transmissions 0 and 1 are lost; 2's ACK says "next expected 3".
+        let o = s.on_ack(2, 3, t, SimTime::ZERO);
+        assert_eq!(o.newly_acked, 3000);
+        assert_eq!(
+            s.inflight, 3000,
+            "0 and 1 were delivered: no longer in flight"
+        );
+        for k in 3..6 {
+            s.on_ack(k, k + 1, t, SimTime::ZERO);
+        }
+        assert!(s.all_acked());
+        assert_eq!(s.inflight, 0);
     }
 
     #[test]
