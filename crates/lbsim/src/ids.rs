@@ -32,6 +32,11 @@ id_type!(
     FlowId
 );
 
+/// The largest id an event can name: events pack a 3-bit kind and a 29-bit id into 4 bytes, so
+/// the calendar's entries stay 16 bytes. `Scenario::build` refuses fabrics, workloads and
+/// failure lists whose ids would not fit.
+pub const MAX_EVENT_ID: u32 = (1 << 29) - 1;
+
 /// Either end of a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeId {

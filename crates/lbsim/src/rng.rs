@@ -27,6 +27,8 @@ pub enum Stream {
     Salt = 4,
     Flow = 5,
     Failure = 6,
+    /// A flow's per-packet path draws (host spraying, PLB re-draws, REPS exploration).
+    FlowPath = 7,
 }
 
 pub fn derive_seed(seed: u64, stream: Stream, index: u64) -> u64 {
@@ -35,6 +37,19 @@ pub fn derive_seed(seed: u64, stream: Stream, index: u64) -> u64 {
 
 pub fn rng_for(seed: u64, stream: Stream, index: u64) -> SimRng {
     SimRng::seed_from_u64(derive_seed(seed, stream, index))
+}
+
+/// Per-packet generators of one stream: `packet_rng(stream_base(seed, s), i, n)` is the
+/// generator for the `n`-th draw point of component `i`. Nothing is stored per component, and
+/// its draws depend on nothing but its own index and count, so one flow's packets never move
+/// another's.
+pub fn stream_base(seed: u64, stream: Stream) -> u64 {
+    mix64(seed ^ mix64(stream as u64))
+}
+
+#[inline]
+pub fn packet_rng(base: u64, index: u64, n: u64) -> SimRng {
+    SimRng::seed_from_u64(mix64(mix64(base ^ index) ^ n))
 }
 
 #[cfg(test)]
@@ -51,5 +66,18 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);
+    }
+
+    #[test]
+    fn packet_generators_depend_only_on_their_index_and_count() {
+        let base = stream_base(7, Stream::FlowPath);
+        let a: u64 = packet_rng(base, 3, 10).gen();
+        assert_eq!(a, packet_rng(base, 3, 10).gen::<u64>());
+        assert_ne!(a, packet_rng(base, 3, 11).gen::<u64>());
+        assert_ne!(a, packet_rng(base, 4, 10).gen::<u64>());
+        assert_ne!(
+            a,
+            packet_rng(stream_base(8, Stream::FlowPath), 3, 10).gen::<u64>()
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::failure::{self, FailureConfig, FailureSpec, LinkFailure};
+use crate::ids::MAX_EVENT_ID;
 use crate::lb;
 use crate::net::{LinkParams, Topology};
 use crate::stats::bound;
@@ -458,6 +459,7 @@ impl LoadBalancingConfig {
         lb::reps::RepsConfig {
             freeze: self.reps_freeze_us.map_or(d.freeze, SimTime::from_us_f64),
             explore_packets: self.reps_explore_packets.unwrap_or(d.explore_packets),
+            trimming: false,
         }
     }
 
@@ -1068,6 +1070,27 @@ impl Scenario {
                 Some(SimTime::from_us_f64(us))
             }
         };
+        // Events name ports, hosts, flows and fabric changes by a 29-bit id: refuse what would
+        // not fit before allocating it (the counts are upper bounds, exact but for ranks that
+        // share a host).
+        if let Some(e) = crate::memory::estimate(&file) {
+            let max = MAX_EVENT_ID as u128;
+            check(
+                e.ports <= max,
+                o,
+                "topology",
+                &format!("{} ports; events can name at most {max}", e.ports),
+            )?;
+            check(
+                e.flows <= max,
+                o,
+                "workload",
+                &format!(
+                    "about {} flows; events can name at most {max} flows in one run",
+                    e.flows
+                ),
+            )?;
+        }
         let params = LinkParams {
             rate: BitsPerSec::from_gbps(t.link_gbps),
             latency: SimTime::from_ns_f64(t.link_latency_ns),
@@ -1143,7 +1166,23 @@ impl Scenario {
         for c in &mut labels.collectives {
             c.bound = crate::stats::collectives::bound(&topology, &flows, &deps, &c.flows, sizes);
         }
+        check(
+            flows.len() <= MAX_EVENT_ID as usize,
+            o,
+            "workload",
+            &format!(
+                "{} flows; events can name at most {MAX_EVENT_ID} flows in one run",
+                flows.len()
+            ),
+        )?;
         let failures = failure::resolve(&file.failures, &topology, file.seed, origin)?;
+        // Each failure schedules up to three fabric changes (fail, recover, converge).
+        check(
+            failures.len() as u64 * 4 <= MAX_EVENT_ID as u64,
+            o,
+            "failures",
+            "too many failed links for one run",
+        )?;
         let convergence = match file.failure.convergence_us {
             None => None,
             Some(g) => {

@@ -67,9 +67,9 @@ impl From<u32> for Packed {
 
 const ID_BITS: u32 = 29;
 const ID_MASK: u32 = (1 << ID_BITS) - 1;
+const _: () = assert!(ID_MASK == crate::ids::MAX_EVENT_ID);
 
-/// The largest id an event can carry.
-pub const MAX_EVENT_ID: u32 = ID_MASK;
+pub use crate::ids::MAX_EVENT_ID;
 
 impl From<Event> for Packed {
     #[inline]
@@ -108,7 +108,6 @@ struct Host {
     /// Earliest time the constant-rate pacer lets the next data packet go.
     next_send: SimTime,
     wake_pending: bool,
-    rng: SimRng,
     /// EQDS: credits owed (flow, entropy of the packet that earned it), paced out in order.
     pulls: VecDeque<(FlowId, u32)>,
     next_pull: SimTime,
@@ -216,17 +215,21 @@ pub struct Simulation {
     /// RED marking: Kmax and the probability there (None: step marking at the threshold).
     red: Option<(u64, f64)>,
     red_salt: u64,
+    /// `Stream::FlowPath`: each flow's per-packet path draws.
+    path_base: u64,
 }
 
 /// Whether a data packet arriving at `p` now is CE-marked: above the threshold, always (step
-/// marking) or with RED's probability rising to `pmax` at Kmax. The coin comes from `salt` (the
-/// run's RED salt and the packet-hop count): deterministic, with no RNG state per port.
+/// marking) or with RED's probability rising to `pmax` at Kmax. The coin is drawn from the
+/// port's own stream (the run's RED salt, the port and the count of packets it has accepted):
+/// deterministic, with no RNG state per port, and traffic elsewhere never moves it.
 #[inline]
-fn marks(p: &Port, red: Option<(u64, f64)>, salt: u64) -> bool {
+fn marks(p: &Port, red: Option<(u64, f64)>, salt: u64, port: PortId) -> bool {
     let (q, k) = (p.queued_bytes, p.ecn_threshold_bytes);
     q > k
         && red.is_none_or(|(kmax, pmax)| {
-            let coin = crate::rng::mix64(salt) as f64 / 2f64.powi(64);
+            let draw = crate::rng::mix64(crate::rng::mix64(salt ^ port.0 as u64) ^ p.accepted());
+            let coin = draw as f64 / 2f64.powi(64);
             q >= kmax || coin < pmax * (q - k) as f64 / (kmax - k) as f64
         })
 }
@@ -279,11 +282,10 @@ impl Simulation {
             })
             .collect();
         let hosts = (0..topo.hosts)
-            .map(|h| Host {
+            .map(|_| Host {
                 active: VecDeque::new(),
                 next_send: SimTime::ZERO,
                 wake_pending: false,
-                rng: rng_for(seed, Stream::Host, h as u64),
                 pulls: VecDeque::new(),
                 next_pull: SimTime::ZERO,
                 pull_pending: false,
@@ -321,6 +323,7 @@ impl Simulation {
             sc.flows.iter().map(|f| (f.src, f.dst)),
             topo,
             lb_cfg,
+            trim,
             seed,
         );
         let flows = sc
@@ -447,6 +450,7 @@ impl Simulation {
                 (k, pmax.unwrap_or(crate::scenario::defaults::ECN_PMAX))
             }),
             red_salt: crate::rng::derive_seed(seed, Stream::Salt, u64::MAX),
+            path_base: crate::rng::stream_base(seed, Stream::FlowPath),
             sc,
         }
     }
@@ -458,12 +462,23 @@ impl Simulation {
         }
         let shares = failure::flow_shares(&self.sc.topology, &self.sc.flows, &self.actual_cap);
         let line = self.pace_rate.0 as f64;
-        self.flow_rates = Some(
-            shares
-                .iter()
-                .map(|s| BitsPerSec((line * s).round() as u64))
-                .collect(),
-        );
+        let rates: Vec<BitsPerSec> = shares
+            .iter()
+            .map(|s| BitsPerSec((line * s).round() as u64))
+            .collect();
+        // A flow whose rate was zero (every path through a cut down) waits with no wake-up
+        // scheduled; once its rate is positive again it may send at once.
+        let now = self.now;
+        for (i, r) in rates.iter().enumerate() {
+            let flow = &mut self.flows[i];
+            if r.0 > 0 && flow.next_send == SimTime::MAX {
+                flow.next_send = now;
+                let h = flow.src;
+                self.hosts[h.idx()].wake_pending = true;
+                self.events.push(now, Event::HostWake(h).into());
+            }
+        }
+        self.flow_rates = Some(rates);
     }
 
     /// Runs until every flow has completed, or the end-time cap, or nothing is left to happen.
@@ -780,7 +795,9 @@ impl Simulation {
                 now + r.serialization(wire as u64)
             };
         }
-        let entropy = self.host_lbs.next_entropy(f, now, &mut host.rng);
+        // The flow's own stream, indexed by its packet count: other flows never shift it.
+        let mut draws = crate::rng::packet_rng(self.path_base, f.0 as u64, flow.data_packets_sent);
+        let entropy = self.host_lbs.next_entropy(f, now, &mut draws);
         let xmit = flow.next_xmit();
         let pkt = Packet {
             flow: f,
@@ -839,7 +856,10 @@ impl Simulation {
         let p = &mut self.ports[port.idx()];
         p.sync(self.now);
         if self.prio && kind != PacketKind::Data {
-            if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
+            // Host NICs (ports 0..hosts) never drop, control packets included: their ACKs wait
+            // at most for the data packet in service.
+            let host_nic = port.idx() < self.hosts.len();
+            if !host_nic && p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
                 p.stats.drops += 1;
                 self.lose(i);
                 return;
@@ -856,7 +876,7 @@ impl Simulation {
                 self.lose(i);
                 return;
             }
-            if kind == PacketKind::Data && marks(p, self.red, self.red_salt ^ self.hops) {
+            if kind == PacketKind::Data && marks(p, self.red, self.red_salt, port) {
                 self.slots.pkt_mut(i).ecn = true;
                 p.stats.ecn_marks += 1;
                 self.counters.ecn_marks += 1;
@@ -1182,6 +1202,11 @@ impl Simulation {
             p.area_until(end) as f64 / end.ps() as f64
         };
         (mean, p.max_bytes)
+    }
+
+    /// Packets the port dropped (its buffer was full).
+    pub fn port_drops(&self, port: PortId) -> u64 {
+        self.ports[port.idx()].stats.drops
     }
 
     pub fn counters(&self) -> Counters {

@@ -348,3 +348,61 @@ fn bound_holds_for_flows_both_ways_with_large_acks() {
         assert_eq!(cct, s.lower_bound_ps, "{sets:?}");
     }
 }
+
+#[test]
+fn adding_a_flow_on_another_host_leaves_every_other_flows_record_unchanged() {
+    // A 3-to-1 incast into host 8 under host spraying, DCTCP and RED marking. Adding a flow that
+    // shares no link with it (6->7 under another ToR) and one on host 0 that finishes before the
+    // incast starts must not change the incast's paths or marks: each flow draws its entropies
+    // from its own stream and each port its RED coins from its own counter.
+    let incast = "0->8 id 1 start 20000000 size 262144\n1->8 id 2 start 20000000 size 262144\n2->8 id 3 start 20000000 size 262144\n";
+    let base = format!("Nodes 16\nConnections 3\n{incast}");
+    let more = format!(
+        "Nodes 16\nConnections 5\n{incast}6->7 id 4 start 20000000 size 262144\n0->1 id 5 start 0 size 65536\n"
+    );
+    let sets = [
+        "topology.k=4",
+        "load_balancing.scheme=host_spray",
+        "transport.cc=dctcp",
+        "transport.loss_recovery=sack",
+        "topology.ecn_kmax_bytes=400000",
+        "topology.ecn_pmax=0.5",
+    ];
+    let a = run(cm_scenario(&base, &sets));
+    let b = run(cm_scenario(&more, &sets));
+    assert!(
+        a.summary().ecn_marks > 0,
+        "the incast must be marked for the test to mean anything"
+    );
+    let key = |r: &lbsim::stats::FlowRecord| {
+        (
+            r.src,
+            r.dst,
+            r.start_ps,
+            r.finish_ps,
+            r.data_packets_sent,
+            r.packets_dropped,
+            r.retransmissions,
+        )
+    };
+    let ra: Vec<_> = a.flow_records().iter().map(key).collect();
+    let rb: Vec<_> = b.flow_records().iter().take(3).map(key).collect();
+    assert_eq!(ra, rb);
+    assert_eq!(b.summary().flows_completed, 5);
+}
+
+#[test]
+fn scenarios_past_the_event_id_limit_are_refused_before_generating_flows() {
+    // k = 48 has 27,648 hosts: an all-to-all is 764 M flows, past the 2^29 that an event can
+    // name. The build must refuse it at once rather than corrupt events (or allocate it).
+    let file = ScenarioFile::builtin(&[
+        "topology.k=48".to_string(),
+        "workload.kind=all_to_all".to_string(),
+    ])
+    .unwrap();
+    let Err(err) = Scenario::build(file, &Origin::builtin()) else {
+        panic!("a run past the event-id limit was accepted");
+    };
+    let err = err.to_string();
+    assert!(err.contains("workload") && err.contains("flows"), "{err}");
+}

@@ -177,3 +177,17 @@ fn collectives_with_failures_are_not_cut_short_by_the_automatic_cap() {
     assert!(s.lower_bound_ps > 100_000_000, "{}", s.lower_bound_ps);
     assert!(s.cct_ps.unwrap() >= s.lower_bound_ps);
 }
+
+#[test]
+fn a_flow_whose_failure_aware_rate_fell_to_zero_resumes_when_its_link_recovers() {
+    // Host 0's only uplink is down from 1 us to 30 us: its failure-aware rate is zero meanwhile,
+    // and it must send again once the link is back (it used to wait forever).
+    let text = "[topology]\nk = 4\n[workload]\nmessage_bytes = 262144\n[transport]\nfailure_aware_rate = true\n[[failures]]\nkind = \"down\"\nlink = \"host:0-tor:0\"\nat_us = 1\nrecover_at_us = 30\n";
+    let sim = run(scenario_toml(text, &["load_balancing.scheme=host_spray"]));
+    check_conservation_of(&sim, "recovered host link");
+    let s = sim.summary();
+    assert_eq!(s.flows_completed, s.flows, "{s:?}");
+    // 256 KiB takes 2.7 us at 800 Gb/s: done within a few us of the recovery, far below the cap.
+    let cct = s.cct_ps.unwrap();
+    assert!(cct < 60_000_000, "{cct}");
+}

@@ -332,3 +332,31 @@ fn transport_options_for_another_policy_or_unworkable_combinations_name_the_key(
         assert!(e.contains(key), "{sets:?}: {e}");
     }
 }
+
+#[test]
+fn host_nics_with_priority_queues_never_drop_acks() {
+    // Every host sends and receives at once, so ACKs wait at each NIC behind the data packet in
+    // service; a control buffer of 64 bytes (one ACK) must bind switches only: a host NIC has no
+    // buffer to overflow (its pacer releases data only when the link is free).
+    let text = "[topology]\nkind = \"leaf_spine\"\nhosts_per_leaf = 4\nleaves = 1\nspines = 1\n\
+                link_gbps = 100\nlink_latency_ns = 1000\ncontrol_buffer_bytes = 64\n\
+                [workload]\nkind = \"all_to_all\"\nmessage_bytes = 400000\n";
+    for (cc, lr) in [("constant", "trim"), ("eqds", "trim"), ("eqds", "sack")] {
+        let sim = run(scenario_toml(
+            text,
+            &[
+                &format!("transport.cc={cc}"),
+                &format!("transport.loss_recovery={lr}"),
+                "load_balancing.scheme=ecmp",
+            ],
+        ));
+        check_conservation_of(&sim, cc);
+        let hosts = sim.scenario().topology.hosts;
+        let nic_drops: u64 = (0..hosts)
+            .map(|h| sim.port_drops(lbsim::ids::PortId(h)))
+            .sum();
+        assert_eq!(nic_drops, 0, "{cc} {lr}");
+        let s = sim.summary();
+        assert_eq!(s.flows_completed, s.flows, "{cc} {lr}");
+    }
+}

@@ -55,25 +55,60 @@ impl FlowletAr {
     }
 }
 
-impl SwitchPolicy for FlowletAr {
-    fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
+impl FlowletAr {
+    /// After routing converged: as `choose`, among live ports only (weight above zero). A
+    /// flowlet whose port died starts a new flowlet on a live one and stays there.
+    pub fn choose_live(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        self.pick(pkt, group, |i| w[i] > 0, rng)
+    }
+
+    #[inline]
+    fn pick(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        live: impl Fn(usize) -> bool,
+        rng: &mut SimRng,
+    ) -> usize {
         let n = group.len();
         let gap = self.cfg.gap;
         let e = self.table.entry(pkt.flow_key).or_insert(Entry {
             last: SimTime::ZERO,
             port: u32::MAX,
         });
-        let fresh = e.port == u32::MAX || pkt.now - e.last > gap || e.port as usize >= n;
+        let fresh = e.port == u32::MAX
+            || pkt.now - e.last > gap
+            || e.port as usize >= n
+            || !live(e.port as usize);
         e.last = pkt.now;
         if fresh {
             self.flowlets += 1;
-            let min = group.iter().map(|p| p.queued_bytes).min().unwrap_or(0);
-            let keep = (e.port as usize) < n && group[e.port as usize].queued_bytes == min;
+            let q = |i: usize| {
+                if live(i) {
+                    group[i].queued_bytes
+                } else {
+                    u64::MAX
+                }
+            };
+            let min = (0..n).map(q).min().unwrap_or(0);
+            let keep = (e.port as usize) < n && q(e.port as usize) == min;
             if !keep {
-                e.port = super::jsq::shortest(group, rng) as u32;
+                e.port = super::jsq::argmin_random_ties(n, q, rng) as u32;
             }
         }
         e.port as usize
+    }
+}
+
+impl SwitchPolicy for FlowletAr {
+    fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
+        self.pick(pkt, group, |_| true, rng)
     }
 }
 

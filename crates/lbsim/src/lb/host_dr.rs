@@ -174,6 +174,7 @@ mod tests {
             dst: HostId(dst),
             topology: t,
             config: &cfg,
+            trimming: false,
         };
         let mut rng = rng_for(seed, Stream::Flow, 0);
         (HostDr::new(&ctx, &mut rng), rng)

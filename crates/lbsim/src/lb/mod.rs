@@ -259,6 +259,8 @@ pub struct FlowCtx<'a> {
     pub dst: HostId,
     pub topology: &'a Topology,
     pub config: &'a LoadBalancingConfig,
+    /// Switches trim congested packets instead of dropping them.
+    pub trimming: bool,
 }
 
 /// A host-side policy: chooses the entropy of each packet of one flow.
@@ -305,7 +307,10 @@ impl HostLb {
                 HostLb::Subflow(Box::new(subflow::Subflows::new(cfg.subflow_config(), rng)))
             }
             HostKind::Plb => HostLb::Plb(Box::new(plb::Plb::new(cfg.plb_config(), rng))),
-            HostKind::Reps => HostLb::Reps(Box::new(reps::Reps::new(cfg.reps_config()))),
+            HostKind::Reps => HostLb::Reps(Box::new(reps::Reps::new(reps::RepsConfig {
+                trimming: ctx.trimming,
+                ..cfg.reps_config()
+            }))),
             HostKind::Rotation => HostLb::Rotation(Box::new(host_dr::HostDr::new(ctx, rng))),
         }
     }
@@ -341,6 +346,7 @@ impl HostLbs {
         flows: impl Iterator<Item = (HostId, HostId)>,
         topology: &Topology,
         config: &LoadBalancingConfig,
+        trimming: bool,
         seed: u64,
     ) -> HostLbs {
         if kind == HostKind::Oblivious {
@@ -354,6 +360,7 @@ impl HostLbs {
                     dst,
                     topology,
                     config,
+                    trimming,
                 };
                 HostLb::new(kind, &ctx, &mut rng_for(seed, Stream::Flow, i as u64))
             })
@@ -507,25 +514,8 @@ impl SwitchLb {
             SwitchLb::Hash(p) => weighted_pick(p.hash(pkt.flow_key, pkt.entropy), w),
             SwitchLb::Random(_) => weighted_pick(rng.gen(), w),
             SwitchLb::Jsq(_) => shortest_live(rng),
-            SwitchLb::QuantizedAr(_) => argmin_random_ties(
-                n,
-                |i| {
-                    if w[i] == 0 {
-                        u8::MAX
-                    } else {
-                        switch_ar::bin(group[i].queued_bytes, group[i].buffer_bytes)
-                    }
-                },
-                rng,
-            ),
-            SwitchLb::FlowletAr(p) => {
-                let i = p.choose(pkt, group, rng);
-                if w[i] == 0 {
-                    shortest_live(rng)
-                } else {
-                    i
-                }
-            }
+            SwitchLb::QuantizedAr(p) => p.choose_live(pkt, group, w, rng),
+            SwitchLb::FlowletAr(p) => p.choose_live(pkt, group, w, rng),
             SwitchLb::RoundRobin(p) => {
                 // Walk the rotation, accepting a port with probability weight / max weight:
                 // dead ports are skipped, degraded ones visited proportionally less.
@@ -573,6 +563,61 @@ mod tests {
         }
         assert_eq!(counts[1], 0);
         assert!((19_000..21_000).contains(&counts[0]), "{counts:?}");
+    }
+
+    #[test]
+    fn after_convergence_switch_ar_still_reads_its_refreshed_bins() {
+        use testutil::{ports, view};
+        let mut rng = rng_for(6, Stream::Switch, 2);
+        let mut lb = SwitchLb::QuantizedAr(switch_ar::QuantizedAr::new(switch_ar::ArConfig {
+            refresh: SimTime::from_ns(100),
+        }));
+        let w = [1u32, 1, 1];
+        let at = |ns| PacketView {
+            weights: Some(&w),
+            ..view(0, SimTime::from_ns(ns))
+        };
+        let mut g = ports(1000, &[500, 0, 900]);
+        assert_eq!(lb.choose(&at(0), &g, &mut rng), 1);
+        // Port 1 fills and port 0 empties; until the refresh the bins still say port 1.
+        g[1].queued_bytes = 900;
+        g[0].queued_bytes = 0;
+        assert_eq!(lb.choose(&at(99), &g, &mut rng), 1);
+        assert_eq!(lb.choose(&at(100), &g, &mut rng), 0);
+        // A dead port is never taken, even when its bin is the lowest.
+        let w = [0u32, 1, 1];
+        let dead = PacketView {
+            weights: Some(&w),
+            ..view(0, SimTime::from_ns(300))
+        };
+        assert_ne!(lb.choose(&dead, &g, &mut rng), 0);
+    }
+
+    #[test]
+    fn after_convergence_a_flowlet_keeps_the_live_port_it_was_given() {
+        use testutil::{ports, view};
+        let mut rng = rng_for(8, Stream::Switch, 3);
+        let mut lb =
+            SwitchLb::FlowletAr(flowlet::FlowletAr::new(flowlet::FlowletConfig::default()));
+        let w = [0u32, 1, 1];
+        let at = |us| PacketView {
+            weights: Some(&w),
+            ..view(5, SimTime::from_us(us))
+        };
+        // Port 0 is shortest but dead: the flowlet starts on port 1.
+        let mut g = ports(1 << 20, &[0, 10, 20]);
+        assert_eq!(lb.choose(&at(0), &g, &mut rng), 1);
+        // Within the gap it stays on port 1 however the queues move (packets stay in order).
+        g[1].queued_bytes = 50_000;
+        for t in 1..5 {
+            assert_eq!(lb.choose(&at(t), &g, &mut rng), 1);
+        }
+        // After a gap it moves to the shortest live queue.
+        assert_eq!(lb.choose(&at(30), &g, &mut rng), 2);
+        let SwitchLb::FlowletAr(p) = &lb else {
+            unreachable!()
+        };
+        assert_eq!(p.flowlets, 2);
     }
 
     #[test]

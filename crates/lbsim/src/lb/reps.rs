@@ -9,10 +9,12 @@
 //! cycle through the cached entropies, valid or not, while good ACKs keep being recorded; after
 //! `reps_freeze_us` the ring is cleared and the next `reps_explore_packets` use random entropies.
 //!
-//! lbsim's transport has no trimming, so the paper's rule for that case applies: a timeout
-//! freezes only if the largest RTT seen before it is under 1.65 x the smallest (a queue that
-//! long would explain the timeout without a failure). The idealized transport of the study never
-//! times out, so freezing only matters once a transport calls `on_timeout`.
+//! Timeouts follow the paper's two rules. With trimming (`transport.loss_recovery = "trim"`) a
+//! congested queue trims instead of dropping, so a timeout means a packet vanished: every timeout
+//! freezes. Without it, a timeout freezes only if the largest RTT seen before it is under 1.65 x
+//! the smallest (a queue that long would explain the timeout without a failure). Trim NACKs, like
+//! ECN-marked ACKs, are not recycled. The idealized transport of the study never times out, so
+//! freezing only matters once a transport calls `on_timeout`.
 
 use super::{AckInfo, HostPolicy, ENTROPY_SPACE};
 use crate::rng::SimRng;
@@ -30,6 +32,9 @@ pub struct RepsConfig {
     pub freeze: SimTime,
     /// Random entropies sent after leaving the frozen state (16 packets).
     pub explore_packets: u32,
+    /// The fabric trims (set from the transport, not a `load_balancing` key): every timeout
+    /// is taken for a failure.
+    pub trimming: bool,
 }
 
 impl Default for RepsConfig {
@@ -37,6 +42,7 @@ impl Default for RepsConfig {
         RepsConfig {
             freeze: SimTime::from_us(10_000),
             explore_packets: 16,
+            trimming: false,
         }
     }
 }
@@ -139,7 +145,10 @@ impl HostPolicy for Reps {
             return;
         }
         let no_samples = self.min_rtt == SimTime::MAX;
-        if no_samples || (self.max_rtt.0 as f64) < FREEZE_RTT_RATIO * self.min_rtt.0 as f64 {
+        if self.cfg.trimming
+            || no_samples
+            || (self.max_rtt.0 as f64) < FREEZE_RTT_RATIO * self.min_rtt.0 as f64
+        {
             self.frozen_until = Some(now.saturating_add(self.cfg.freeze));
             self.cursor = self.head;
         }
@@ -265,5 +274,18 @@ mod tests {
         q.on_ack(ack(2, false, 8, 20));
         q.on_timeout(SimTime::from_us(30));
         assert!(q.is_frozen());
+    }
+
+    #[test]
+    fn with_trimming_every_timeout_freezes_even_after_long_queues() {
+        let cfg = RepsConfig {
+            trimming: true,
+            ..RepsConfig::default()
+        };
+        let mut p = Reps::new(cfg);
+        p.on_ack(ack(1, false, 5, 10));
+        p.on_ack(ack(2, false, 9, 20));
+        p.on_timeout(SimTime::from_us(30));
+        assert!(p.is_frozen());
     }
 }

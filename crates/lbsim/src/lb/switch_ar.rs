@@ -53,16 +53,30 @@ impl QuantizedAr {
     }
 }
 
-impl SwitchPolicy for QuantizedAr {
-    #[inline]
-    fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
+impl QuantizedAr {
+    /// After routing converged: the lowest bin among live ports (weight above zero), read from
+    /// the same refreshed bins as without failures.
+    pub fn choose_live(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        let live = |i: usize, b: u8| if w[i] == 0 { u8::MAX } else { b };
         if self.cfg.refresh == SimTime::ZERO {
             return argmin_random_ties(
                 group.len(),
-                |i| bin(group[i].queued_bytes, group[i].buffer_bytes),
+                |i| live(i, bin(group[i].queued_bytes, group[i].buffer_bytes)),
                 rng,
             );
         }
+        self.refresh(pkt, group);
+        let bins = &self.bins;
+        argmin_random_ties(bins.len(), |i| live(i, bins[i]), rng)
+    }
+
+    fn refresh(&mut self, pkt: &PacketView, group: &[Port]) {
         let stale = match self.refreshed {
             None => true,
             Some(t) => pkt.now >= t.saturating_add(self.cfg.refresh),
@@ -73,6 +87,20 @@ impl SwitchPolicy for QuantizedAr {
                 .extend(group.iter().map(|p| bin(p.queued_bytes, p.buffer_bytes)));
             self.refreshed = Some(pkt.now);
         }
+    }
+}
+
+impl SwitchPolicy for QuantizedAr {
+    #[inline]
+    fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
+        if self.cfg.refresh == SimTime::ZERO {
+            return argmin_random_ties(
+                group.len(),
+                |i| bin(group[i].queued_bytes, group[i].buffer_bytes),
+                rng,
+            );
+        }
+        self.refresh(pkt, group);
         let bins = &self.bins;
         argmin_random_ties(bins.len(), |i| bins[i], rng)
     }

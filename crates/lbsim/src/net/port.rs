@@ -185,6 +185,13 @@ pub struct PortStats {
 }
 
 impl Port {
+    /// Packets this port has accepted (modulo 2^32): a per-port count that no other port's
+    /// traffic moves.
+    #[inline]
+    pub fn accepted(&self) -> u64 {
+        self.tail as u64
+    }
+
     pub fn new(
         rate: BitsPerSec,
         latency: SimTime,
