@@ -1,0 +1,317 @@
+//! Outputs pinned by digest: flows.csv, collectives.csv and summary.json (without its wall-clock
+//! fields) of a set of small runs covering every scheme, loss recovery, congestion control,
+//! failure kind and workload family. A refactoring must leave every digest as it is; a change
+//! that means to alter results regenerates them on purpose with `LBSIM_BLESS=1 cargo test
+//! --release -p lbsim-cli --test digests` and says why in its commit.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const STORE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/digests.txt");
+
+/// The connection matrix of the trace case: two chains joined by a barrier, with a delay.
+const CM: &str = "Nodes 16\nConnections 4\nTriggers 2\n\
+0->9 id 1 start 0 size 200000 recv_done_trigger 1\n\
+4->13 id 2 start 1000000 size 150000 recv_done_trigger 1\n\
+9->2 id 3 trigger 1 size 100000 send_done_trigger 2\n\
+13->6 id 4 trigger 2 size 50000\n\
+trigger id 1 barrier count 2 delay 2000000\n\
+trigger id 2 oneshot\n";
+
+/// (name, --set overrides) of every pinned run; `failures.0.*` keys go into a scenario file
+/// (one `[[failures]]` entry) that the run reads.
+fn cases() -> Vec<(String, Vec<String>)> {
+    let k4 = ["topology.k=4"];
+    let mut v: Vec<(String, Vec<String>)> = Vec::new();
+    let owned = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    // Every scheme on a small all-to-all (the idealized transport).
+    for s in lbsim::lb::scheme_names() {
+        let mut sets = owned(&k4);
+        sets.extend(owned(&[
+            "workload.kind=all_to_all",
+            "workload.message_bytes=32768",
+        ]));
+        sets.push(format!("load_balancing.scheme={s}"));
+        v.push((format!("a2a-{s}"), sets));
+    }
+    let perm = |extra: &[&'static str]| {
+        let mut sets = vec![
+            "topology.k=4",
+            "workload.message_bytes=1048576",
+            "topology.buffer_bytes=100000",
+        ];
+        sets.extend_from_slice(extra);
+        sets
+    };
+    // Every loss recovery and congestion control, on a permutation with small buffers.
+    for (name, extra) in [
+        (
+            "lr-erasure",
+            &[
+                "load_balancing.scheme=host_spray",
+                "transport.loss_recovery=erasure",
+            ][..],
+        ),
+        (
+            "lr-sack",
+            &["load_balancing.scheme=reps", "transport.loss_recovery=sack"],
+        ),
+        (
+            "lr-gbn",
+            &[
+                "load_balancing.scheme=ecmp",
+                "transport.loss_recovery=go_back_n",
+            ],
+        ),
+        (
+            "lr-trim",
+            &[
+                "load_balancing.scheme=host_spray",
+                "transport.loss_recovery=trim",
+            ],
+        ),
+        (
+            "cc-dctcp",
+            &[
+                "load_balancing.scheme=plb",
+                "transport.cc=dctcp",
+                "transport.loss_recovery=sack",
+            ],
+        ),
+        (
+            "cc-dcqcn",
+            &[
+                "load_balancing.scheme=ecmp",
+                "transport.cc=dcqcn",
+                "transport.loss_recovery=go_back_n",
+                "topology.ecn_kmax_bytes=80000",
+                "topology.ecn_pmax=0.2",
+            ],
+        ),
+        (
+            "cc-swift",
+            &[
+                "load_balancing.scheme=switch_ar",
+                "transport.cc=swift",
+                "transport.loss_recovery=sack",
+            ],
+        ),
+        (
+            "cc-mswift",
+            &[
+                "load_balancing.scheme=ofan",
+                "transport.cc=mswift",
+                "transport.loss_recovery=sack",
+            ],
+        ),
+        (
+            "cc-nscc",
+            &[
+                "load_balancing.scheme=reps",
+                "transport.cc=nscc",
+                "transport.loss_recovery=trim",
+            ],
+        ),
+        (
+            "cc-eqds",
+            &[
+                "load_balancing.scheme=host_spray",
+                "transport.cc=eqds",
+                "transport.loss_recovery=trim",
+            ],
+        ),
+    ] {
+        v.push((name.to_string(), owned(&perm(extra))));
+    }
+    // Failures: a dead link with convergence, degraded links with failure-aware rates, bursty loss.
+    v.push((
+        "fail-down-converge".into(),
+        owned(&[
+            "topology.k=4",
+            "workload.kind=all_to_all",
+            "workload.message_bytes=65536",
+            "load_balancing.scheme=ofan",
+            "failure.convergence_us=5",
+            "failures.0.kind=\"down\"",
+            "failures.0.link=\"agg:0-core:0\"",
+            "failures.0.at_us=2",
+            "failures.0.recover_at_us=40",
+        ]),
+    ));
+    v.push((
+        "fail-degraded-aware".into(),
+        owned(&[
+            "topology.k=4",
+            "workload.message_bytes=524288",
+            "load_balancing.scheme=host_spray",
+            "transport.failure_aware_rate=true",
+            "failure.convergence_us=0",
+            "failures.0.kind=\"degraded\"",
+            "failures.0.rate_fraction=0.25",
+            "failures.0.link=\"tor:0-agg:0\"",
+        ]),
+    ));
+    v.push((
+        "fail-flaky-sack".into(),
+        owned(&[
+            "topology.k=4",
+            "workload.message_bytes=262144",
+            "load_balancing.scheme=reps",
+            "transport.loss_recovery=sack",
+            "failures.0.kind=\"flaky\"",
+            "failures.0.random_fraction=0.2",
+            "failures.0.loss_good=0.001",
+            "failures.0.loss_bad=0.3",
+            "failures.0.p_good_to_bad=0.01",
+            "failures.0.p_bad_to_good=0.2",
+        ]),
+    ));
+    // Collectives and dependent workloads.
+    for (name, extra) in [
+        (
+            "coll-ring",
+            &[
+                "workload.kind=ring_allreduce",
+                "workload.message_bytes=1048576",
+                "load_balancing.scheme=switch_rr",
+            ][..],
+        ),
+        (
+            "coll-hd",
+            &[
+                "workload.kind=halving_doubling_allreduce",
+                "workload.message_bytes=1048576",
+                "load_balancing.scheme=host_dr",
+            ],
+        ),
+        (
+            "coll-pairwise",
+            &[
+                "workload.kind=all_to_all",
+                "workload.all_to_all_algorithm=pairwise",
+                "workload.message_bytes=16384",
+                "workload.placement=random",
+                "load_balancing.scheme=switch_jsq",
+            ],
+        ),
+        (
+            "coll-fsdp",
+            &[
+                "workload.kind=fsdp",
+                "workload.layers=2",
+                "workload.layer_bytes=262144",
+                "workload.compute_us_per_layer=3",
+                "workload.gpus_per_host=2",
+                "load_balancing.scheme=ecmp",
+            ],
+        ),
+    ] {
+        let mut sets = owned(&k4);
+        sets.extend(owned(extra));
+        v.push((name.to_string(), sets));
+    }
+    v
+}
+
+/// FNV-1a, 64 bits: stable across platforms and toolchains, unlike std's hasher.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn digest_dir(dir: &Path) -> String {
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap_or_default();
+    let mut summary: serde_json::Value =
+        serde_json::from_slice(&read("summary.json")).expect("summary.json parses");
+    let obj = summary.as_object_mut().unwrap();
+    obj.remove("wall_seconds");
+    obj.remove("events_per_second");
+    let summary = serde_json::to_vec(&summary).unwrap();
+    format!(
+        "flows={:016x} collectives={:016x} summary={:016x}",
+        fnv(&read("flows.csv")),
+        fnv(&read("collectives.csv")),
+        fnv(&summary)
+    )
+}
+
+fn tmpdir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lbsim-digests-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(dir: &Path, name: &str, sets: &[String]) -> String {
+    let out = dir.join(name);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lbsim"));
+    c.arg("run").arg("--quiet").arg("--out").arg(&out);
+    let (failure, sets): (Vec<&String>, Vec<&String>) =
+        sets.iter().partition(|s| s.starts_with("failures.0."));
+    if !failure.is_empty() {
+        let toml: String = failure
+            .iter()
+            .map(|s| s.trim_start_matches("failures.0.").to_string() + "\n")
+            .collect();
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, format!("[[failures]]\n{toml}")).unwrap();
+        c.arg(&path);
+    }
+    for s in sets {
+        c.arg("--set").arg(s);
+    }
+    let o = c.output().expect("lbsim runs");
+    assert!(
+        o.status.success() || o.status.code() == Some(3),
+        "{name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    digest_dir(&out)
+}
+
+#[test]
+fn outputs_match_their_stored_digests() {
+    let dir = tmpdir();
+    let cm = dir.join("trace.cm");
+    std::fs::write(&cm, CM).unwrap();
+    let mut cases = cases();
+    cases.push((
+        "trace-cm".into(),
+        vec![
+            "topology.k=4".into(),
+            "workload.kind=connection_matrix".into(),
+            format!("workload.path=\"{}\"", cm.display()),
+            "load_balancing.scheme=switch_random".into(),
+        ],
+    ));
+    let got: Vec<String> = cases
+        .iter()
+        .map(|(name, sets)| format!("{name} {}", run(&dir, name, sets)))
+        .collect();
+    let text = got.join("\n") + "\n";
+    if std::env::var_os("LBSIM_BLESS").is_some() {
+        std::fs::write(STORE, &text).unwrap();
+        return;
+    }
+    let stored =
+        std::fs::read_to_string(STORE).expect("tests/digests.txt (LBSIM_BLESS=1 writes it)");
+    let stored: Vec<&str> = stored.lines().collect();
+    let mut diff = Vec::new();
+    for (i, g) in got.iter().enumerate() {
+        if stored.get(i) != Some(&g.as_str()) {
+            diff.push(format!(
+                "  now:    {g}\n  stored: {}",
+                stored.get(i).unwrap_or(&"-")
+            ));
+        }
+    }
+    assert!(
+        diff.is_empty() && stored.len() == got.len(),
+        "outputs changed ({} of {} cases):\n{}",
+        diff.len(),
+        got.len(),
+        diff.join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
