@@ -18,8 +18,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{NodeId, PortId, SwitchId};
+pub use crate::net::fault::{Fault, GilbertElliott};
 use crate::net::{Shape, Tier, Topology};
-use crate::rng::{rng_for, SimRng, Stream};
+use crate::rng::{rng_for, Stream};
 use crate::scenario::{ConfigError, Origin};
 use crate::time::SimTime;
 
@@ -74,15 +75,6 @@ pub struct FailureConfig {
     pub convergence_us: Option<f64>,
 }
 
-/// Gilbert-Elliott parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GilbertElliott {
-    pub loss_good: f64,
-    pub loss_bad: f64,
-    pub p_good_to_bad: f64,
-    pub p_bad_to_good: f64,
-}
-
 /// What a failed link does to traffic.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Effect {
@@ -100,41 +92,6 @@ pub struct LinkFailure {
     pub effect: Effect,
     pub at: SimTime,
     pub recover: Option<SimTime>,
-}
-
-/// Per-port fault state, consulted when a packet reaches the end of the link.
-#[derive(Clone, Debug)]
-pub enum Fault {
-    Healthy,
-    Down,
-    Flaky {
-        ge: GilbertElliott,
-        bad: bool,
-        rng: Box<SimRng>,
-    },
-}
-
-impl Fault {
-    /// Whether the next packet to cross is lost.
-    #[inline]
-    pub fn loses(&mut self) -> bool {
-        match self {
-            Fault::Healthy => false,
-            Fault::Down => true,
-            Fault::Flaky { ge, bad, rng } => {
-                let flip = if *bad {
-                    ge.p_bad_to_good
-                } else {
-                    ge.p_good_to_bad
-                };
-                if rng.gen_bool(flip) {
-                    *bad = !*bad;
-                }
-                let p = if *bad { ge.loss_bad } else { ge.loss_good };
-                rng.gen_bool(p)
-            }
-        }
-    }
 }
 
 fn invalid(origin: &Origin, key: String, msg: impl Into<String>) -> ConfigError {

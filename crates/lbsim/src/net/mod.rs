@@ -1,9 +1,11 @@
 //! The network: packets, egress ports with their links, and fabric topologies.
 
+pub mod fault;
 pub mod packet;
 pub mod port;
 pub mod topology;
 
+pub use fault::{Fault, GilbertElliott};
 pub use packet::{Packet, PacketKind};
 pub use port::{Port, Slots};
 pub use topology::{LinkParams, PathProfile, Route, Shape, Tier, Topology};

@@ -16,9 +16,8 @@
 //! of 16-byte entries (departure, size, slot) in FIFO order, so retiring departures and finding
 //! the next arrival read consecutive entries of one small array and never a packet.
 
-use crate::failure::Fault;
 use crate::ids::NodeId;
-use crate::net::{Packet, PacketKind};
+use crate::net::{Fault, Packet, PacketKind};
 use crate::time::{BitsPerSec, SimTime};
 
 /// No slot: the end of the free list.
