@@ -168,77 +168,12 @@ fn flatten_grid(
     Ok(())
 }
 
-/// Sets `path` (dotted; numeric parts index arrays, one past the end appends) in `table`. The
-/// string `unset` removes the key.
+/// Sets `path` (dotted; numeric parts index arrays, one past the end appends) in `table`, as
+/// `--set` does (`lbsim::scenario::set_path`). The string `unset` removes the key.
 pub fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<(), String> {
     let parts: Vec<&str> = path.split('.').map(str::trim).collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        return Err("empty key part".into());
-    }
-    set_in_table(table, &parts, 0, &value)
-}
-
-fn set_in_table(
-    t: &mut toml::Table,
-    parts: &[&str],
-    i: usize,
-    value: &toml::Value,
-) -> Result<(), String> {
-    if i + 1 == parts.len() {
-        if value.as_str() == Some(UNSET) {
-            t.remove(parts[i]);
-        } else {
-            t.insert(parts[i].to_string(), value.clone());
-        }
-        return Ok(());
-    }
-    // A missing section followed by a number is a list (`failures.0.kind`).
-    let list = parts[i + 1].parse::<usize>().is_ok();
-    let next = t.entry(parts[i].to_string()).or_insert_with(|| {
-        if list {
-            toml::Value::Array(Vec::new())
-        } else {
-            toml::Value::Table(toml::Table::new())
-        }
-    });
-    set_in_value(next, parts, i + 1, value)
-}
-
-/// `v` is the value at `parts[..i]`; sets `parts[i..]` inside it.
-fn set_in_value(
-    v: &mut toml::Value,
-    parts: &[&str],
-    i: usize,
-    value: &toml::Value,
-) -> Result<(), String> {
-    let here = parts[..i].join(".");
-    match v {
-        toml::Value::Table(t) => set_in_table(t, parts, i, value),
-        toml::Value::Array(a) => {
-            let part = parts[i];
-            let idx: usize = part
-                .parse()
-                .map_err(|_| format!("`{here}` is a list: index it with a number, not `{part}`"))?;
-            if idx > a.len() {
-                return Err(format!(
-                    "index {idx} out of range: `{here}` has {} entries (one past the end appends one)",
-                    a.len()
-                ));
-            }
-            if idx == a.len() {
-                a.push(toml::Value::Table(toml::Table::new()));
-            }
-            if i + 1 == parts.len() {
-                if value.as_str() == Some(UNSET) {
-                    return Err(format!("`{here}.{part}`: a list entry cannot be unset"));
-                }
-                a[idx] = value.clone();
-                return Ok(());
-            }
-            set_in_value(&mut a[idx], parts, i + 1, value)
-        }
-        other => Err(format!("`{here}` is a value (`{other}`), not a section")),
-    }
+    let value = (value.as_str() != Some(UNSET)).then_some(value);
+    lbsim::scenario::set_path(table, &parts, value)
 }
 
 impl Plan {

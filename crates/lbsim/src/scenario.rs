@@ -815,50 +815,106 @@ pub fn parse_set(arg: &str) -> Result<(Vec<String>, toml::Value), ConfigError> {
     ))
 }
 
-/// Applies overrides to a parsed TOML table. A numeric path part indexes an array, so
-/// `failures.0.random_fraction=0.02` reaches into the first `[[failures]]` entry.
+/// Applies overrides to a parsed TOML table (see [`set_path`] for how a path reaches into
+/// lists).
 pub fn apply_sets(table: &mut toml::Table, sets: &[String]) -> Result<(), ConfigError> {
     for arg in sets {
         let (path, value) = parse_set(arg)?;
-        let err = |msg: String| ConfigError::Set {
+        let parts: Vec<&str> = path.iter().map(String::as_str).collect();
+        set_path(table, &parts, Some(value)).map_err(|msg| ConfigError::Set {
             arg: arg.clone(),
             msg,
-        };
-        let mut cur = &mut *table;
-        let mut i = 0;
-        while i + 1 < path.len() {
-            let part = &path[i];
-            let entry = cur
-                .entry(part.clone())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            let entry = match entry {
-                toml::Value::Array(items) => {
-                    let idx = path[i + 1].parse::<usize>().map_err(|_| {
-                        err(format!("`{part}` is a list: index it, e.g. {part}.0.<key>"))
-                    })?;
-                    let len = items.len();
-                    i += 1;
-                    items.get_mut(idx).ok_or_else(|| {
-                        err(format!(
-                            "`{part}` has {len} entries; index {idx} is out of range"
-                        ))
-                    })?
-                }
-                other => other,
-            };
-            cur = entry
-                .as_table_mut()
-                .ok_or_else(|| err(format!("`{}` is not a section", path[i])))?;
-            i += 1;
-        }
-        if i >= path.len() {
-            return Err(err(
-                "the path ends at a list index; name a key inside it".into()
-            ));
-        }
-        cur.insert(path[i].clone(), value);
+        })?;
     }
     Ok(())
+}
+
+/// Sets the value at the dotted path `parts` in `table`, or removes the key when `value` is
+/// `None`. A numeric part indexes a list: `failures.0.random_fraction` reaches into the first
+/// `[[failures]]` entry. A missing key followed by a number is created as a list, and the index
+/// one past the end appends an entry, so `failures.0.kind=down` adds a failure to a scenario that
+/// has none; a larger index is an error naming the list.
+pub fn set_path(
+    table: &mut toml::Table,
+    parts: &[&str],
+    value: Option<toml::Value>,
+) -> Result<(), String> {
+    if parts.is_empty() || parts.iter().any(|p| p.is_empty()) {
+        return Err("empty key part".into());
+    }
+    set_in_table(table, parts, 0, value)
+}
+
+fn set_in_table(
+    t: &mut toml::Table,
+    parts: &[&str],
+    i: usize,
+    value: Option<toml::Value>,
+) -> Result<(), String> {
+    if i + 1 == parts.len() {
+        match value {
+            None => t.remove(parts[i]),
+            Some(v) => t.insert(parts[i].to_string(), v),
+        };
+        return Ok(());
+    }
+    let list = parts[i + 1].parse::<usize>().is_ok();
+    if value.is_none() && !t.contains_key(parts[i]) {
+        // Nothing to remove.
+        return Ok(());
+    }
+    let next = t.entry(parts[i].to_string()).or_insert_with(|| {
+        if list {
+            toml::Value::Array(Vec::new())
+        } else {
+            toml::Value::Table(toml::Table::new())
+        }
+    });
+    set_in_value(next, parts, i + 1, value)
+}
+
+/// `v` is the value at `parts[..i]`; sets `parts[i..]` inside it.
+fn set_in_value(
+    v: &mut toml::Value,
+    parts: &[&str],
+    i: usize,
+    value: Option<toml::Value>,
+) -> Result<(), String> {
+    let here = parts[..i].join(".");
+    match v {
+        toml::Value::Table(t) => set_in_table(t, parts, i, value),
+        toml::Value::Array(a) => {
+            let part = parts[i];
+            let idx: usize = part.parse().map_err(|_| {
+                format!(
+                    "`{here}` is a list: index it with a number, e.g. {here}.0.<key>, not `{part}`"
+                )
+            })?;
+            if idx > a.len() {
+                return Err(format!(
+                    "index {idx} is out of range: `{here}` has {} entries (index {} appends one)",
+                    a.len(),
+                    a.len()
+                ));
+            }
+            if i + 1 == parts.len() {
+                let Some(value) = value else {
+                    return Err(format!("`{here}.{part}`: a list entry cannot be unset"));
+                };
+                if idx == a.len() {
+                    a.push(value);
+                } else {
+                    a[idx] = value;
+                }
+                return Ok(());
+            }
+            if idx == a.len() {
+                a.push(toml::Value::Table(toml::Table::new()));
+            }
+            set_in_value(&mut a[idx], parts, i + 1, value)
+        }
+        other => Err(format!("`{here}` is a value (`{other}`), not a section")),
+    }
 }
 
 impl ScenarioFile {
