@@ -805,14 +805,36 @@ pub fn parse_set(arg: &str) -> Result<(Vec<String>, toml::Value), ConfigError> {
         return Err(err("empty key"));
     }
     let value = value.trim();
-    let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+    let parsed = match toml::from_str::<toml::Table>(&format!("v = {value}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    {
+        // `1e15` on a command line means the number: an integer key takes it as one.
+        Some(toml::Value::Float(x))
+            if value.contains(['e', 'E']) && x.fract() == 0.0 && x.abs() <= (1u64 << 53) as f64 =>
+        {
+            toml::Value::Integer(x as i64)
+        }
+        Some(v) => v,
+        None if is_integer_text(value) => {
+            return Err(err(&format!(
+                "{value} is past the largest integer a scenario holds ({})",
+                i64::MAX
+            )))
+        }
+        None => toml::Value::String(value.to_string()),
+    };
     Ok((
         key.split('.').map(|s| s.trim().to_string()).collect(),
         parsed,
     ))
+}
+
+/// An integer as TOML writes one (sign, digits, underscores), whatever its size.
+fn is_integer_text(v: &str) -> bool {
+    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
+    digits.starts_with(|c: char| c.is_ascii_digit())
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '_')
 }
 
 /// Applies overrides to a parsed TOML table (see [`set_path`] for how a path reaches into
@@ -923,7 +945,7 @@ impl ScenarioFile {
         // Deserialize the text itself first: toml's errors then carry the line and column.
         let file: ScenarioFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             origin: origin.name.clone(),
-            msg: e.to_string().trim_end().to_string(),
+            msg: serde_msg(e.to_string()),
         })?;
         if sets.is_empty() {
             return Ok(file);
@@ -951,7 +973,7 @@ impl ScenarioFile {
             ConfigError::Invalid {
                 origin: format!("{} ({when})", origin.name),
                 key: path,
-                msg: e.into_inner().to_string(),
+                msg: serde_msg(e.into_inner().to_string()),
             }
         })
     }
@@ -969,6 +991,21 @@ impl ScenarioFile {
             )
         })
     }
+}
+
+/// A deserializer's message without the trailing "in `key`" line (the error names the key
+/// already), and with the fix for a float given to an integer key.
+fn serde_msg(msg: String) -> String {
+    let mut m = msg.trim_end().to_string();
+    if let Some((head, last)) = m.rsplit_once('\n') {
+        if last.starts_with("in `") {
+            m = head.trim_end().to_string();
+        }
+    }
+    if m.contains("invalid type: floating point") && m.contains("expected u") {
+        m.push_str(" (the key takes a whole number; TOML reads 1e15 and 4.0 as floats)");
+    }
+    m
 }
 
 /// A validated scenario: the topology built and the flows generated.
@@ -1277,10 +1314,9 @@ impl Scenario {
                 let chain = if deps.is_empty() {
                     SimTime::ZERO
                 } else {
-                    let bytes: u64 = flows
-                        .iter()
-                        .map(|f| bound::data_wire_bytes(f.size_bytes, sizes))
-                        .sum();
+                    let bytes = flows.iter().fold(0u64, |a, f| {
+                        a.saturating_add(bound::data_wire_bytes(f.size_bytes, sizes))
+                    });
                     let path = SimTime(
                         topology
                             .links
@@ -1331,6 +1367,44 @@ pub mod defaults {
     pub const ERASURE_EXTRA_PACKETS: u32 = 25;
     /// `transport.reorder_threshold`: SACK's.
     pub const REORDER_THRESHOLD: u32 = 3;
+}
+
+/// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can
+/// overflow its integer; past them a scenario is refused with an error naming the key (or the
+/// connection matrix's line).
+pub mod limits {
+    /// Data packets in one message (`packet.payload_bytes` each): sequence numbers and
+    /// transmission counters are 32-bit, and retransmissions and repairs need room above the
+    /// message. 4 TiB at the default 4096-byte payload.
+    pub const MESSAGE_PACKETS: u64 = 1 << 30;
+    /// Simulated time in picoseconds (2^62, about 53 days). A start time or trigger delay must
+    /// stay below it, and so must the whole workload counted in series: the latest start, plus
+    /// every trigger delay, plus all the data at the host link rate.
+    pub const TIME_PS: u64 = 1 << 62;
+
+    /// `bytes` as one message of `payload`-byte packets: within [`MESSAGE_PACKETS`], or why not.
+    pub fn check_message(bytes: u64, payload: u32) -> Result<(), String> {
+        let packets = bytes.div_ceil(payload.max(1) as u64);
+        if packets <= MESSAGE_PACKETS {
+            return Ok(());
+        }
+        Err(format!(
+            "{bytes} bytes is {packets} packets of packet.payload_bytes = {payload}; a message \
+             may have at most {MESSAGE_PACKETS} packets ({} bytes at this payload)",
+            MESSAGE_PACKETS * payload as u64
+        ))
+    }
+
+    /// A time in picoseconds within [`TIME_PS`], or why not.
+    pub fn check_time(ps: u64) -> Result<(), String> {
+        if ps < TIME_PS {
+            Ok(())
+        } else {
+            Err(format!(
+                "{ps} ps is past the {TIME_PS} ps (about 53 days) a run may simulate"
+            ))
+        }
+    }
 }
 
 impl ScenarioFile {

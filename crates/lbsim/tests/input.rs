@@ -55,3 +55,241 @@ fn set_appends_a_failures_entry_to_a_scenario_without_one() {
     .unwrap();
     assert_eq!(f.jobs.len(), 1);
 }
+
+/// Writes `text` as a connection matrix and builds the built-in default (k=4) on it; returns
+/// the file's name and the error as text.
+fn cm_err(name: &str, text: &str, extra: &[&str]) -> (String, String) {
+    let dir = std::env::temp_dir().join(format!("lbsim-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    let mut s = vec![
+        "topology.k=4".to_string(),
+        "workload.kind=connection_matrix".to_string(),
+        format!("workload.path=\"{}\"", path.display()),
+    ];
+    s.extend(extra.iter().map(|x| x.to_string()));
+    let r = ScenarioFile::builtin(&s).and_then(|f| Scenario::build(f, &Origin::builtin()));
+    match r {
+        Ok(_) => panic!("{name} should be refused:\n{text}"),
+        Err(e) => (path.display().to_string(), e.to_string()),
+    }
+}
+
+#[test]
+fn message_sizes_past_the_cap_name_the_key_and_the_cap() {
+    // 2^64 - 1 is past TOML's integers: said so, not "expected u64, found a string".
+    let e = build_err(&["workload.message_bytes=18446744073709551615"]);
+    assert!(
+        e.contains("workload.message_bytes") && e.contains("9223372036854775807"),
+        "{e}"
+    );
+    assert!(!e.contains("string"), "{e}");
+    // 1e15 bytes (written either way) is far more packets than one message may have.
+    for v in ["1e15", "1000000000000000"] {
+        let e = build_err(&["topology.k=4", &format!("workload.message_bytes={v}")]);
+        assert!(
+            e.contains("workload.message_bytes")
+                && e.contains("1073741824 packets")
+                && e.contains("packet.payload_bytes"),
+            "{e}"
+        );
+    }
+    // The cap counts packets: tiny payloads reach it sooner.
+    let e = build_err(&[
+        "topology.k=4",
+        "packet.payload_bytes=1",
+        "workload.message_bytes=8589934592",
+    ]);
+    assert!(e.contains("workload.message_bytes"), "{e}");
+    // FSDP's layer size and each job's size are checked under their own keys.
+    let e = build_err(&[
+        "topology.k=4",
+        "workload.kind=fsdp",
+        "workload.layers=1",
+        "workload.layer_bytes=9000000000000000",
+        "workload.compute_us_per_layer=1",
+    ]);
+    assert!(e.contains("workload.layer_bytes"), "{e}");
+    let e = build_err(&[
+        "topology.k=4",
+        "jobs.0.kind=all_to_all",
+        "jobs.0.message_bytes=9000000000000000",
+    ]);
+    assert!(e.contains("jobs.0.message_bytes"), "{e}");
+}
+
+#[test]
+fn workload_past_the_simulated_clock_is_refused() {
+    // Each message is within the packet cap, but at 1 Mb/s the data alone is centuries.
+    let e = build_err(&[
+        "topology.k=4",
+        "topology.link_gbps=0.001",
+        "workload.message_bytes=1099511627776",
+    ]);
+    assert!(
+        e.contains("key `workload`") && e.contains("simulated time"),
+        "{e}"
+    );
+    // FSDP: the compute of every layer of every iteration in series.
+    let e = build_err(&[
+        "topology.k=4",
+        "workload.kind=fsdp",
+        "workload.layers=100000",
+        "workload.layer_bytes=4096",
+        "workload.compute_us_per_layer=900000000000",
+        "workload.group_size=2",
+    ]);
+    assert!(e.contains("simulated time"), "{e}");
+}
+
+#[test]
+fn connection_matrix_sizes_starts_and_delays_past_the_caps_name_the_line() {
+    let (p, e) = cm_err(
+        "past-u64.cm",
+        "Nodes 16\n0->1 id 1 size 18446744073709551616\n",
+        &[],
+    );
+    assert!(
+        e.starts_with(&format!("{p}:2:")) && e.contains("too large"),
+        "{e}"
+    );
+    let (p, e) = cm_err("big.cm", "0->1 id 1 size 18446744073709551615\n", &[]);
+    assert!(
+        e.starts_with(&format!("{p}:1:")) && e.contains("1073741824 packets"),
+        "{e}"
+    );
+    // A start at the end of time used to panic in the run.
+    let (p, e) = cm_err(
+        "start.cm",
+        "Nodes 16\n\n0->1 id 1 start 18446744073709551615 size 4\n",
+        &[],
+    );
+    assert!(
+        e.starts_with(&format!("{p}:3:")) && e.contains("start"),
+        "{e}"
+    );
+    let (p, e) = cm_err(
+        "delay.cm",
+        "0->1 id 1 size 4 recv_done_trigger 1\n1->2 id 2 trigger 1 size 4\n\
+         trigger id 1 oneshot delay 18446744073709551615\n",
+        &[],
+    );
+    assert!(
+        e.starts_with(&format!("{p}:3:")) && e.contains("delay"),
+        "{e}"
+    );
+    // Every delay in series: each is allowed, their sum is not.
+    let mut t = String::from("0->1 id 1 size 4 recv_done_trigger 1\n");
+    for i in 1..40 {
+        t += &format!(
+            "{}->{} id {} trigger {i} size 4 recv_done_trigger {}\n",
+            i % 16,
+            (i + 1) % 16,
+            i + 1,
+            i + 1
+        );
+    }
+    for i in 1..41 {
+        t += &format!("trigger id {i} oneshot delay 4000000000000000000\n");
+    }
+    let (p, e) = cm_err("chain.cm", &t, &[]);
+    assert!(e.contains(&p) && e.contains("simulated time"), "{e}");
+}
+
+#[test]
+fn connection_matrix_edge_cases_name_the_line() {
+    let (p, e) = cm_err("empty.cm", "", &[]);
+    assert!(
+        e.starts_with(&format!("{p}:0:")) && e.contains("empty file"),
+        "{e}"
+    );
+    let (p, e) = cm_err("comments.cm", "# nothing\n\nNodes 16\n", &[]);
+    assert!(
+        e.starts_with(&format!("{p}:0:")) && e.contains("no connections"),
+        "{e}"
+    );
+    let (p, e) = cm_err("token.cm", "Nodes 16\nConnextions 1\n0->1 size 4\n", &[]);
+    assert!(
+        e.starts_with(&format!("{p}:2:")) && e.contains("`Connextions`"),
+        "{e}"
+    );
+    let (p, e) = cm_err("field.cm", "0->1 size 4 prio 3\n", &[]);
+    assert!(
+        e.starts_with(&format!("{p}:1:")) && e.contains("`prio`") && e.contains("size"),
+        "{e}"
+    );
+    for n in [0, 1] {
+        let (p, e) = cm_err(
+            &format!("nodes{n}.cm"),
+            &format!("Nodes {n}\n0->1 size 4\n"),
+            &[],
+        );
+        assert!(
+            e.starts_with(&format!("{p}:1:")) && e.contains("at least 2"),
+            "{e}"
+        );
+    }
+    let (p, e) = cm_err("dup.cm", "0->1 id 7 size 4\n# x\n1->2 id 7 size 4\n", &[]);
+    assert!(
+        e.starts_with(&format!("{p}:3:"))
+            && e.contains("duplicate flow id 7")
+            && e.contains("line 1"),
+        "{e}"
+    );
+    let (p, e) = cm_err(
+        "undef.cm",
+        "0->1 id 1 size 4 recv_done_trigger 1\n1->2 id 2 trigger 2 size 4\ntrigger id 1 oneshot\n",
+        &[],
+    );
+    assert!(
+        e.starts_with(&format!("{p}:2:")) && e.contains("trigger id 2"),
+        "{e}"
+    );
+    let (p, e) = cm_err("selfloop.cm", "3->3 id 1 size 4\n", &[]);
+    assert!(e.starts_with(&format!("{p}:1:")), "{e}");
+    let (p, e) = cm_err("hosts.cm", "Nodes 17\n0->1 size 4\n", &[]);
+    assert!(e.starts_with(&format!("{p}:1:")) && e.contains("16"), "{e}");
+}
+
+#[test]
+fn fan_in_and_first_host_out_of_range_blame_their_own_key() {
+    for kind in ["incast", "outcast"] {
+        let k = format!("workload.kind={kind}");
+        let e = build_err(&["topology.k=4", &k, "workload.fan_in=100"]);
+        assert!(
+            e.contains("key `workload.fan_in`") && e.contains("16"),
+            "{e}"
+        );
+        let e = build_err(&["topology.k=4", &k, "workload.first_host=15"]);
+        assert!(e.contains("key `workload.first_host`"), "{e}");
+        let e = build_err(&[
+            "topology.k=4",
+            &k,
+            "workload.first_host=12",
+            "workload.fan_in=8",
+        ]);
+        assert!(
+            e.contains("key `workload.fan_in`") && e.contains("first_host"),
+            "{e}"
+        );
+    }
+    let e = build_err(&[
+        "topology.k=4",
+        "workload.kind=ring_allreduce",
+        "workload.first_host=15",
+    ]);
+    assert!(e.contains("key `workload.first_host`"), "{e}");
+    let e = build_err(&[
+        "topology.k=4",
+        "workload.kind=ring_allreduce",
+        "workload.groups=9",
+    ]);
+    assert!(e.contains("key `workload.groups`"), "{e}");
+    let e = build_err(&[
+        "topology.k=4",
+        "workload.kind=ring_allreduce",
+        "workload.group_size=17",
+    ]);
+    assert!(e.contains("key `workload.group_size`"), "{e}");
+}

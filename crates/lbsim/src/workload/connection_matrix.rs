@@ -24,15 +24,21 @@ use std::path::Path;
 
 use super::{Dependencies, FlowSpec, Trigger};
 use crate::ids::HostId;
-use crate::scenario::ConfigError;
+use crate::scenario::{limits, ConfigError};
 use crate::time::SimTime;
 
-pub fn load(path: &Path, hosts: u32) -> Result<(Vec<FlowSpec>, Dependencies), ConfigError> {
+/// Reads a connection matrix for a topology of `hosts` hosts and packets of `payload_bytes`
+/// (each flow's size is checked against [`limits::MESSAGE_PACKETS`]).
+pub fn load(
+    path: &Path,
+    hosts: u32,
+    payload_bytes: u32,
+) -> Result<(Vec<FlowSpec>, Dependencies), ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
         path: path.display().to_string(),
         msg: format!("cannot read connection matrix: {e}"),
     })?;
-    parse(&text, &path.display().to_string(), hosts)
+    parse(&text, &path.display().to_string(), hosts, payload_bytes)
 }
 
 /// A trigger reference on a flow line: (trigger id, line).
@@ -46,11 +52,16 @@ struct FlowRefs {
     line: usize,
 }
 
-/// Parses connection-matrix `text`; `name` is used in error messages.
+/// The fields a flow line may have after `SRC->DST`.
+const FLOW_FIELDS: &str = "id, start, size, trigger, recv_done_trigger, send_done_trigger";
+
+/// Parses connection-matrix `text`; `name` is used in error messages. Errors name the line;
+/// line 0 is the file as a whole (empty, or no connections).
 pub fn parse(
     text: &str,
     name: &str,
     hosts: u32,
+    payload_bytes: u32,
 ) -> Result<(Vec<FlowSpec>, Dependencies), ConfigError> {
     let err = |line: usize, msg: String| ConfigError::Trace {
         path: name.to_string(),
@@ -62,15 +73,21 @@ pub fn parse(
     let mut trigger_count: Option<(usize, usize)> = None;
     let mut flows = Vec::new();
     let mut refs: Vec<FlowRefs> = Vec::new();
-    let mut ids = std::collections::BTreeSet::new();
+    // Flow id -> line.
+    let mut ids: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut empty = true;
     // Trigger id -> (index, line, kind, count, delay).
     let mut trig: BTreeMap<u64, (usize, usize, &str, Option<u64>, u64)> = BTreeMap::new();
     for (i, raw) in text.lines().enumerate() {
         let ln = i + 1;
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
+            if !raw.trim().is_empty() {
+                empty = false;
+            }
             continue;
         }
+        empty = false;
         let toks: Vec<&str> = line.split_whitespace().collect();
         match toks[0] {
             "Nodes" => {
@@ -79,6 +96,12 @@ pub fn parse(
                     return Err(err(
                         ln,
                         format!("Nodes {n} but the topology has only {hosts} hosts"),
+                    ));
+                }
+                if n < 2 {
+                    return Err(err(
+                        ln,
+                        format!("Nodes {n}: a flow needs two nodes, so at least 2"),
                     ));
                 }
                 nodes = Some(n as u32);
@@ -127,22 +150,39 @@ pub fn parse(
                                 "`count` must be at least 1 and is not for oneshot triggers".into(),
                             ))
                         }
-                        "delay" => delay = v,
+                        "delay" => {
+                            limits::check_time(v).map_err(|m| err(ln, format!("`delay`: {m}")))?;
+                            delay = v
+                        }
                         other => return Err(err(ln, format!("unknown trigger field `{other}`"))),
                     }
                     k += 2;
                 }
                 let idx = trig.len();
-                if trig.insert(id, (idx, ln, kind, count, delay)).is_some() {
-                    return Err(err(ln, format!("duplicate trigger id {id}")));
+                if let Some(first) = trig.get(&id) {
+                    return Err(err(
+                        ln,
+                        format!(
+                            "duplicate trigger id {id} (first defined on line {})",
+                            first.1
+                        ),
+                    ));
                 }
+                trig.insert(id, (idx, ln, kind, count, delay));
                 continue;
             }
             _ => {}
         }
-        let (s, d) = toks[0]
-            .split_once("->")
-            .ok_or_else(|| err(ln, format!("expected `SRC->DST ...`, found `{}`", toks[0])))?;
+        let (s, d) = toks[0].split_once("->").ok_or_else(|| {
+            err(
+                ln,
+                format!(
+                    "unknown token `{}`: a line is a header (`Nodes N`, `Connections C`, \
+                     `Triggers T`), a flow (`SRC->DST ...`), a `trigger id K ...` or a `#` comment",
+                    toks[0]
+                ),
+            )
+        })?;
         let limit = nodes.unwrap_or(hosts);
         let node = |t: &str| -> Result<u32, ConfigError> {
             let v: u32 = t
@@ -172,16 +212,27 @@ pub fn parse(
             let val = number(&toks, k + 1, key).map_err(|m| err(ln, m))?;
             match key {
                 "id" => {
-                    if !ids.insert(val) {
-                        return Err(err(ln, format!("duplicate flow id {val}")));
+                    if let Some(first) = ids.insert(val, ln) {
+                        return Err(err(
+                            ln,
+                            format!("duplicate flow id {val} (also on line {first})"),
+                        ));
                     }
                 }
-                "start" => start = val,
+                "start" => {
+                    limits::check_time(val).map_err(|m| err(ln, format!("`start`: {m}")))?;
+                    start = val
+                }
                 "size" => size = Some(val),
                 "trigger" => r.gate.push((val, ln)),
                 "recv_done_trigger" => r.recv.push((val, ln)),
                 "send_done_trigger" => r.send.push((val, ln)),
-                other => return Err(err(ln, format!("unknown field `{other}`"))),
+                other => {
+                    return Err(err(
+                        ln,
+                        format!("unknown flow field `{other}` (a flow has {FLOW_FIELDS})"),
+                    ))
+                }
             }
             k += 2;
         }
@@ -189,6 +240,7 @@ pub fn parse(
         if size == 0 {
             return Err(err(ln, "size must be positive".into()));
         }
+        limits::check_message(size, payload_bytes).map_err(|m| err(ln, format!("`size`: {m}")))?;
         flows.push(FlowSpec {
             src: HostId(src),
             dst: HostId(dst),
@@ -216,8 +268,14 @@ pub fn parse(
             ));
         }
     }
+    if empty {
+        return Err(err(0, "empty file: no connections".into()));
+    }
     if flows.is_empty() {
-        return Err(err(0, "no connections".into()));
+        return Err(err(
+            0,
+            "no connections: the file has no `SRC->DST ...` flow line".into(),
+        ));
     }
     let deps = resolve_triggers(&flows, &refs, &trig, &err)?;
     Ok((flows, deps))
@@ -249,9 +307,12 @@ fn resolve_triggers(
         lines[idx] = ln;
     }
     let lookup = |(id, ln): (u64, usize)| -> Result<u32, ConfigError> {
-        trig.get(&id)
-            .map(|t| t.0 as u32)
-            .ok_or_else(|| err(ln, format!("undefined trigger id {id}")))
+        trig.get(&id).map(|t| t.0 as u32).ok_or_else(|| {
+            err(
+                ln,
+                format!("undefined trigger id {id} (no `trigger id {id}` line)"),
+            )
+        })
     };
     let mut deps = Dependencies {
         on_recv_done: vec![Vec::new(); n],
@@ -387,8 +448,13 @@ fn number(toks: &[&str], i: usize, key: &str) -> Result<u64, String> {
     let t = toks
         .get(i)
         .ok_or_else(|| format!("`{key}` needs a value"))?;
-    t.parse()
-        .map_err(|_| format!("`{key}` expects a non-negative integer, found `{t}`"))
+    t.parse().map_err(|_| {
+        if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) {
+            format!("`{key}` {t} is too large (at most {})", u64::MAX)
+        } else {
+            format!("`{key}` expects a non-negative integer, found `{t}`")
+        }
+    })
 }
 
 #[cfg(test)]
@@ -396,13 +462,13 @@ mod tests {
     use super::*;
 
     fn p(t: &str, name: &str) -> Result<Vec<FlowSpec>, ConfigError> {
-        parse(t, name, 4).map(|x| x.0)
+        parse(t, name, 4, 4096).map(|x| x.0)
     }
 
     #[test]
     fn parses_flows_and_comments() {
         let t = "Nodes 4\nConnections 2\n# hi\n0->1 id 7 start 100 size 4096\n2->3 id 8 size 10 # tail\n";
-        let (f, d) = parse(t, "x.cm", 4).unwrap();
+        let (f, d) = parse(t, "x.cm", 4, 4096).unwrap();
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].start, SimTime(100));
         assert_eq!(f[1].size_bytes, 10);
@@ -415,7 +481,7 @@ mod tests {
         let t = "Nodes 4\nConnections 3\nTriggers 2\n0->1 id 1 size 8 recv_done_trigger 5\n\
                  2->3 id 2 size 8 recv_done_trigger 5 send_done_trigger 9\n\
                  1->2 id 3 trigger 5 size 8\ntrigger id 9 oneshot\ntrigger id 5 barrier delay 7\n";
-        let (f, d) = parse(t, "t.cm", 4).unwrap();
+        let (f, d) = parse(t, "t.cm", 4, 4096).unwrap();
         assert_eq!(f.len(), 3);
         assert_eq!(d.gated, [false, false, true]);
         // Trigger indices follow definition order: id 9 is 0, id 5 is 1.
@@ -487,9 +553,9 @@ mod tests {
     fn write_then_parse_round_trips() {
         let t = "0->1 id 1 start 5 size 8 recv_done_trigger 1\n2->3 id 2 size 9 send_done_trigger 1 recv_done_trigger 2\n\
                  1->2 id 3 trigger 1 size 8\n3->0 id 4 trigger 2 size 8\ntrigger id 1 barrier count 2 delay 40\ntrigger id 2 multishot\n";
-        let (f, d) = parse(t, "r.cm", 4).unwrap();
+        let (f, d) = parse(t, "r.cm", 4, 4096).unwrap();
         let w = write(&f, &d, 4);
-        let (f2, d2) = parse(&w, "w.cm", 4).unwrap();
+        let (f2, d2) = parse(&w, "w.cm", 4, 4096).unwrap();
         assert_eq!((f, d), (f2, d2), "{w}");
     }
 }

@@ -13,7 +13,7 @@ use crate::ids::HostId;
 use crate::net::Topology;
 use crate::rng::{rng_for, Stream};
 use crate::scenario::{
-    AllToAllAlgorithm, ConfigError, Origin, ScenarioFile, WorkloadConfig, WorkloadKind,
+    limits, AllToAllAlgorithm, ConfigError, Origin, ScenarioFile, WorkloadConfig, WorkloadKind,
 };
 use crate::time::SimTime;
 use collective::{Algo, Builder, JobSpec, JobWork, Labels, Placement};
@@ -130,14 +130,20 @@ pub fn generate(
                 (Some(dir), true) => dir.join(path),
                 _ => path.clone(),
             };
-            let (flows, deps) = connection_matrix::load(&path, topo.hosts)?;
+            let (flows, deps) =
+                connection_matrix::load(&path, topo.hosts, file.packet.payload_bytes)?;
+            check_span(&flows, &deps, file, topo).map_err(|msg| ConfigError::Trace {
+                path: path.display().to_string(),
+                line: 0,
+                msg,
+            })?;
             return Ok(Workload {
                 flows,
                 deps,
                 labels,
             });
         }
-        let spec = resolve(w, topo, file.seed, j as u32, prefix, origin)?;
+        let spec = resolve(w, topo, file, j as u32, prefix, origin)?;
         let hosts = spec.0;
         collective::job(
             &mut b,
@@ -159,11 +165,64 @@ pub fn generate(
             "no flow crosses the network (every rank of every group shares one host)".into(),
         ));
     }
+    let key = if file.jobs.is_empty() {
+        "workload"
+    } else {
+        "jobs"
+    };
+    check_span(&flows, &deps, file, topo).map_err(|msg| err(key.into(), msg))?;
     Ok(Workload {
         flows,
         deps,
         labels,
     })
+}
+
+/// The workload counted in series (the latest start, every trigger delay, and all data at the
+/// host link rate) must fit in [`limits::TIME_PS`]. Counted in u128: nothing here can overflow.
+fn check_span(
+    flows: &[FlowSpec],
+    deps: &Dependencies,
+    file: &ScenarioFile,
+    topo: &Topology,
+) -> Result<(), String> {
+    let p = &file.packet;
+    let (mss, header) = (p.payload_bytes.max(1) as u128, p.header_bytes as u128);
+    let bytes: u128 = flows
+        .iter()
+        .map(|f| {
+            let size = f.size_bytes as u128;
+            size + size.div_ceil(mss).max(1) * header
+        })
+        .sum();
+    let start = flows.iter().map(|f| f.start.ps()).max().unwrap_or(0) as u128;
+    let delays: u128 = deps.triggers.iter().map(|t| t.delay.ps() as u128).sum();
+    let data = bytes * 8 * 1_000_000_000_000 / topo.host_rate.0.max(1) as u128;
+    let span = start + delays + data;
+    if span < limits::TIME_PS as u128 {
+        return Ok(());
+    }
+    let s = |ps: u128| {
+        let x = ps as f64 / 1e12;
+        if ps == 0 {
+            "0 s".to_string()
+        } else if (1e-3..1e4).contains(&x) {
+            format!("{x:.3} s")
+        } else {
+            format!("{x:.3e} s")
+        }
+    };
+    Err(format!(
+        "the workload counted in series is {} of simulated time (latest start {}, trigger delays \
+         {}, {bytes} bytes of data at the {} Gb/s host link {}), past the {} ps (about 53 days) a \
+         run may simulate: shrink the messages, the flow count or the delays",
+        s(span),
+        s(start),
+        s(delays),
+        topo.host_rate.gbps(),
+        s(data),
+        limits::TIME_PS
+    ))
 }
 
 /// The optional keys each kind reads.
@@ -239,11 +298,13 @@ type Resolved = (Vec<u32>, JobWork, u32, u32, SimTime);
 fn resolve(
     w: &WorkloadConfig,
     topo: &Topology,
-    seed: u64,
+    file: &ScenarioFile,
     job: u32,
     prefix: &str,
     origin: &Origin,
 ) -> Result<Resolved, ConfigError> {
+    let seed = file.seed;
+    let payload = file.packet.payload_bytes;
     let err = |key: &str, msg: String| ConfigError::Invalid {
         origin: origin.name.clone(),
         key: format!("{prefix}.{key}"),
@@ -266,6 +327,9 @@ fn resolve(
     let needs_size = !matches!(w.kind, WorkloadKind::Fsdp | WorkloadKind::ConnectionMatrix);
     if needs_size && w.message_bytes == 0 {
         return Err(err("message_bytes", "must be positive".into()));
+    }
+    if needs_size {
+        limits::check_message(w.message_bytes, payload).map_err(|m| err("message_bytes", m))?;
     }
     if w.kind == WorkloadKind::Permutation {
         // Every host sends one message to another: drawn as before, kept as one collective.
@@ -301,28 +365,80 @@ fn resolve(
     if first >= topo.hosts {
         return Err(err(
             "first_host",
-            format!("the topology has only {} hosts", topo.hosts),
+            format!(
+                "host {first} does not exist: the topology has {} hosts (0 to {})",
+                topo.hosts,
+                topo.hosts - 1
+            ),
         ));
     }
-    let capacity = (topo.hosts - first) as u64 * gpus as u64;
+    let avail = topo.hosts - first;
+    let capacity = avail as u64 * gpus as u64;
+    // What the ranks can be placed on, for messages: "16 hosts x 1 GPUs = 16 ranks".
+    let have = format!(
+        "{avail} hosts{} x {gpus} GPUs = {capacity} ranks",
+        if first > 0 {
+            format!(" from first_host {first}")
+        } else {
+            String::new()
+        }
+    );
+    if capacity < 2 {
+        // One host with one GPU: only first_host can have left so little.
+        return Err(err(
+            "first_host",
+            format!(
+                "from host {first} on only 1 host x 1 GPU is left; a group needs at least 2 ranks"
+            ),
+        ));
+    }
     let n = match (w.group_size, w.kind) {
         (_, WorkloadKind::Incast | WorkloadKind::Outcast) => match w.fan_in {
             Some(0) => return Err(err("fan_in", "must be at least 1".into())),
+            Some(f) if f as u64 + 1 > capacity => {
+                let one = if w.kind == WorkloadKind::Incast {
+                    "receiver"
+                } else {
+                    "sender"
+                };
+                return Err(err(
+                    "fan_in",
+                    format!(
+                        "{f} peers and the {one} are {} ranks, more than the {have}",
+                        f as u64 + 1
+                    ),
+                ));
+            }
             Some(f) => f as u64 + 1,
             None => capacity,
         },
         (Some(n), _) => n as u64,
-        (None, _) => capacity / groups as u64,
+        (None, _) => {
+            let n = capacity / groups as u64;
+            if n < 2 {
+                return Err(err(
+                    "groups",
+                    format!("{groups} groups over the {have} leave {n} rank(s) per group; a group needs at least 2"),
+                ));
+            }
+            n
+        }
     };
     if n < 2 {
         return Err(err("group_size", "a group needs at least 2 ranks".into()));
     }
     if n * groups as u64 > capacity {
+        // One group fits: the number of groups is what is too large.
+        let key = if n <= capacity && groups > 1 {
+            "groups"
+        } else {
+            "group_size"
+        };
         return Err(err(
-            "group_size",
+            key,
             format!(
-                "{groups} group(s) of {n} ranks exceed the {} hosts x {gpus} GPUs available",
-                topo.hosts - first
+                "{groups} group(s) of {n} ranks are {} ranks, more than the {have}",
+                n * groups as u64
             ),
         ));
     }
@@ -372,6 +488,24 @@ fn resolve(
             }
             if layer_bytes == 0 {
                 return Err(err("layer_bytes", "must be positive".into()));
+            }
+            limits::check_message(layer_bytes, payload).map_err(|m| err("layer_bytes", m))?;
+            // Every layer's compute, one after another, from the start.
+            let series = (layers as u128 * iterations as u128)
+                .saturating_mul(compute.ps() as u128)
+                .saturating_add(start.ps() as u128);
+            if series >= limits::TIME_PS as u128 {
+                return Err(err(
+                    "compute_us_per_layer",
+                    format!(
+                        "{layers} layers x {iterations} iteration(s) of {} us of compute are \
+                         {:.3e} s of simulated time in series, past the {} ps (about 53 days) a \
+                         run may simulate",
+                        compute.as_us(),
+                        series as f64 / 1e12,
+                        limits::TIME_PS
+                    ),
+                ));
             }
             JobWork::Fsdp(collective::FsdpModel {
                 layers,
