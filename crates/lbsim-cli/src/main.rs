@@ -142,10 +142,13 @@ fn load_file(args: &ScenarioArgs) -> Result<(ScenarioFile, Origin)> {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read scenario file {}", path.display()))?;
             guard::not_a_sweep_file(path, &text)?;
-            let origin = Origin::file(path);
+            let origin = Origin::file(path).with_sets(&args.sets);
             Ok((ScenarioFile::from_toml(&text, &args.sets, &origin)?, origin))
         }
-        None => Ok((ScenarioFile::builtin(&args.sets)?, Origin::builtin())),
+        None => Ok((
+            ScenarioFile::builtin(&args.sets)?,
+            Origin::builtin().with_sets(&args.sets),
+        )),
     }
 }
 

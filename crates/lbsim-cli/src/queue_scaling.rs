@@ -48,6 +48,10 @@ pub fn run(args: &ScenarioArgs, opt: Options) -> Result<()> {
     if opt.packets.is_empty() || opt.packets.contains(&0) {
         bail!("--packets: give one or more positive message lengths in packets");
     }
+    let cap = lbsim::scenario::limits::MESSAGE_PACKETS;
+    if let Some(m) = opt.packets.iter().find(|&&m| m > cap) {
+        bail!("--packets {m}: a message may have at most {cap} packets");
+    }
     if opt.seeds == 0 {
         bail!("--seeds: must be at least 1");
     }

@@ -197,13 +197,7 @@ impl Plan {
         let dir = path.parent().map(Path::to_path_buf);
         let (base, origin) = match (sf.base, sf.base_file) {
             (Some(_), Some(_)) => bail!("{name}: give either [base] or base_file, not both"),
-            (Some(t), None) => (
-                t,
-                Origin {
-                    name: format!("{name} [base]"),
-                    dir: dir.clone(),
-                },
-            ),
+            (Some(t), None) => (t, Origin::named(&format!("{name} [base]"), dir.clone())),
             (None, Some(f)) => {
                 let f = match &dir {
                     Some(d) if f.is_relative() => d.join(f),
@@ -218,13 +212,7 @@ impl Plan {
                     toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", f.display()))?;
                 (t, origin)
             }
-            (None, None) => (
-                toml::Table::new(),
-                Origin {
-                    name: name.clone(),
-                    dir: dir.clone(),
-                },
-            ),
+            (None, None) => (toml::Table::new(), Origin::named(&name, dir.clone())),
         };
         ScenarioFile::from_table(base.clone(), &origin, "base")?;
         let mut grid = Vec::new();

@@ -65,3 +65,30 @@ fn run_set_adds_a_failures_entry_to_a_scenario_without_one() {
         "{e}"
     );
 }
+
+#[test]
+fn errors_from_a_set_value_name_the_set_not_the_scenario_file() {
+    let d = tmpdir("set-origin");
+    let f = d.join("s.toml");
+    std::fs::write(&f, "[topology]\nk = 4\n").unwrap();
+    let f = f.to_str().unwrap();
+    for (args, blamed) in [
+        (
+            vec!["run", f, "--set", "workload.message_bytes=1000000000000000"],
+            "--set workload.message_bytes=1000000000000000: ",
+        ),
+        (
+            vec!["show", f, "--set", "topology.link_gbps=0"],
+            "--set topology.link_gbps=0: ",
+        ),
+        (
+            vec!["run", "--set", "topology.k=4", "--set", "topology.nope=1"],
+            "--set topology.nope=1: ",
+        ),
+    ] {
+        let o = lbsim(&args);
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(e.starts_with(&format!("error: {blamed}")), "{args:?}: {e}");
+    }
+}

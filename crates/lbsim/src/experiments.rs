@@ -36,7 +36,7 @@ pub fn queue_scaling_runs(
             for i in 0..seeds {
                 let mut f = base.clone();
                 f.load_balancing.scheme = scheme.clone();
-                f.workload.message_bytes = m * base.packet.payload_bytes as u64;
+                f.workload.message_bytes = m.saturating_mul(base.packet.payload_bytes as u64);
                 f.seed = base.seed.wrapping_add(i);
                 let scenario = Scenario::build(f, origin)?;
                 runs.push(QueueScalingRun {

@@ -773,21 +773,62 @@ impl Default for ScenarioFile {
 pub struct Origin {
     pub name: String,
     pub dir: Option<PathBuf>,
+    /// The `--set` overrides applied on top: an error about a key one of them set names that
+    /// `--set`, not the file.
+    pub sets: Vec<String>,
 }
 
 impl Origin {
     pub fn builtin() -> Origin {
-        Origin {
-            name: "built-in default scenario".into(),
-            dir: None,
-        }
+        Origin::named("built-in default scenario", None)
     }
     pub fn file(path: &Path) -> Origin {
+        Origin::named(
+            &path.display().to_string(),
+            path.parent().map(Path::to_path_buf),
+        )
+    }
+    /// A scenario called `name` whose relative paths resolve against `dir`.
+    pub fn named(name: &str, dir: Option<PathBuf>) -> Origin {
         Origin {
-            name: path.display().to_string(),
-            dir: path.parent().map(Path::to_path_buf),
+            name: name.to_string(),
+            dir,
+            sets: Vec::new(),
         }
     }
+    /// The same origin with the `--set` overrides that were applied to it.
+    pub fn with_sets(mut self, sets: &[String]) -> Origin {
+        self.sets = sets.to_vec();
+        self
+    }
+}
+
+/// Re-attributes an error about a key to the last `--set` that set it (or a section holding
+/// it): the value came from the command line, not from the file. Keys are compared in `--set`
+/// form (`failures[0].at_us` is `failures.0.at_us`).
+fn blame_sets(e: ConfigError, sets: &[String]) -> ConfigError {
+    let ConfigError::Invalid { key, msg, .. } = &e else {
+        return e;
+    };
+    let dotted = key.replace('[', ".").replace(']', "");
+    for arg in sets.iter().rev() {
+        let Ok((path, _)) = parse_set(arg) else {
+            continue;
+        };
+        let set = path.join(".");
+        if dotted == set || dotted.starts_with(&format!("{set}.")) {
+            let msg = if dotted == set {
+                msg.clone()
+            } else {
+                format!("key `{key}`: {msg}")
+            };
+            return ConfigError::Set {
+                arg: arg.clone(),
+                msg,
+            };
+        }
+    }
+    e
 }
 
 /// Parses one `key.path=value` override. The value is read as a TOML value (number, bool, string,
@@ -955,7 +996,7 @@ impl ScenarioFile {
             msg: e.to_string(),
         })?;
         apply_sets(&mut table, sets)?;
-        Self::from_table(table, origin, "after --set")
+        Self::from_table(table, origin, "after --set").map_err(|e| blame_sets(e, sets))
     }
 
     /// The built-in default with overrides.
@@ -1047,8 +1088,13 @@ fn finite_nonneg(x: f64) -> bool {
 }
 
 impl Scenario {
-    /// Validates `file` and builds the topology and workload.
+    /// Validates `file` and builds the topology and workload. An error about a key that one of
+    /// `origin.sets` set names that `--set`.
     pub fn build(file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
+        Self::build_unblamed(file, origin).map_err(|e| blame_sets(e, &origin.sets))
+    }
+
+    fn build_unblamed(file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
         let t = &file.topology;
         let o = origin;
         check(

@@ -293,3 +293,53 @@ fn fan_in_and_first_host_out_of_range_blame_their_own_key() {
     ]);
     assert!(e.contains("key `workload.group_size`"), "{e}");
 }
+
+#[test]
+fn errors_from_a_set_value_name_the_set_not_the_file() {
+    let path = std::path::Path::new("dir/s.toml");
+    let text = "[topology]\nk = 4\n";
+    let cases = [
+        (
+            "workload.message_bytes=1000000000000000",
+            "1073741824 packets",
+        ),
+        ("topology.link_gbps=-5", "positive"),
+        ("topology.nope=1", "unknown field `nope`"),
+        ("topology.k=x", "invalid type"),
+        ("workload.kind=incast", "fan_in"),
+        ("failures.0.at_us=-1", "at_us"),
+    ];
+    for (set, needle) in cases {
+        let mut s = vec![set.to_string()];
+        if set == "workload.kind=incast" {
+            s.push("workload.fan_in=99".into());
+        }
+        if set.starts_with("failures") {
+            s.insert(0, "failures.0.kind=down".into());
+            s.insert(1, "failures.0.random_fraction=0.1".into());
+        }
+        let origin = Origin::file(path).with_sets(&s);
+        let e = ScenarioFile::from_toml(text, &s, &origin)
+            .and_then(|f| Scenario::build(f, &origin))
+            .unwrap_err()
+            .to_string();
+        let blamed = if needle == "fan_in" {
+            s[1].as_str()
+        } else {
+            set
+        };
+        assert!(
+            e.starts_with(&format!("--set {blamed}: ")) && e.contains(needle),
+            "{set}: {e}"
+        );
+        assert!(!e.contains("s.toml"), "{set}: {e}");
+    }
+    // A bad value in the file itself still names the file, whatever else was set.
+    let s = sets(&["workload.message_bytes=4096"]);
+    let origin = Origin::file(path).with_sets(&s);
+    let e = ScenarioFile::from_toml("[topology]\nk = 5\n", &s, &origin)
+        .and_then(|f| Scenario::build(f, &origin))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("dir/s.toml: key `topology.k`"), "{e}");
+}
