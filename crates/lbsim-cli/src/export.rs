@@ -20,7 +20,12 @@ pub struct ExportArgs {
 pub fn main(a: ExportArgs) -> Result<()> {
     let (file, origin) = load_file(&a.scenario)?;
     let sc = build(file, &origin)?;
-    let text = lbsim::workload::connection_matrix::write(&sc.flows, &sc.deps, sc.topology.hosts);
+    let text = lbsim::workload::connection_matrix::write(
+        &sc.flows,
+        &sc.deps,
+        &sc.flow_ids,
+        sc.topology.hosts,
+    );
     output::write_atomic(&a.out, text.as_bytes())?;
     println!(
         "wrote {} flows and {} triggers to {}",

@@ -265,5 +265,5 @@ fn connection_matrix_runs_relative_to_scenario_file() {
         .lines()
         .nth(2)
         .unwrap()
-        .starts_with("1,5,0,65536,1000000,"));
+        .starts_with("2,5,0,65536,1000000,"));
 }

@@ -92,3 +92,57 @@ fn errors_from_a_set_value_name_the_set_not_the_scenario_file() {
         assert!(e.starts_with(&format!("error: {blamed}")), "{args:?}: {e}");
     }
 }
+
+#[test]
+fn flows_csv_and_export_cm_keep_the_connection_matrix_ids() {
+    let d = tmpdir("cm-ids");
+    let cm = d.join("ids.cm");
+    std::fs::write(
+        &cm,
+        "Nodes 16\nConnections 3\nTriggers 1\n0->1 id 30 start 0 size 4096 recv_done_trigger 7\n\
+         2->5 id 1 start 0 size 8192\n5->9 id 4000000000 trigger 7 size 100\ntrigger id 7 oneshot\n",
+    )
+    .unwrap();
+    let sets = [
+        "--set",
+        "topology.k=4",
+        "--set",
+        "workload.kind=connection_matrix",
+    ];
+    let path = format!("workload.path=\"{}\"", cm.display());
+    let out = d.join("out");
+    let mut args = vec!["run", "--quiet"];
+    args.extend(sets);
+    args.extend(["--set", &path, "--out", out.to_str().unwrap()]);
+    let o = lbsim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    let ids: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(ids, ["30", "1", "4000000000"], "{csv}");
+    // export-cm writes the same ids, so the exported file runs to the same flows.csv.
+    let exported = d.join("exported.cm");
+    let mut args = vec!["export-cm"];
+    args.extend(sets);
+    args.extend(["--set", &path, "-o", exported.to_str().unwrap()]);
+    let o = lbsim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&exported).unwrap();
+    for id in ["id 30 ", "id 1 ", "id 4000000000 "] {
+        assert!(text.contains(id), "{id}: {text}");
+    }
+    let out2 = d.join("out2");
+    let path2 = format!("workload.path=\"{}\"", exported.display());
+    let mut args = vec!["run", "--quiet"];
+    args.extend(sets);
+    args.extend(["--set", &path2, "--out", out2.to_str().unwrap()]);
+    let o = lbsim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(out2.join("flows.csv")).unwrap(),
+        csv
+    );
+}

@@ -1056,6 +1056,9 @@ pub struct Scenario {
     pub scheme: &'static lb::SchemeInfo,
     pub topology: Topology,
     pub flows: Vec<FlowSpec>,
+    /// Each flow's id for flows.csv (see [`Scenario::flow_id`]): a connection matrix's own ids,
+    /// empty for generated workloads.
+    pub flow_ids: Vec<u64>,
     /// How flows wait on each other (empty for single-shot workloads).
     pub deps: Dependencies,
     /// Which flows belong to which job and collective (empty for traces).
@@ -1069,6 +1072,14 @@ pub struct Scenario {
     pub convergence: Option<SimTime>,
     /// A flow that hears no ACK for this long tells its host policy (`on_timeout`).
     pub rto: SimTime,
+}
+
+impl Scenario {
+    /// Flow `i`'s id in flows.csv: its id in the connection matrix, or `i` for generated
+    /// workloads.
+    pub fn flow_id(&self, i: usize) -> u64 {
+        self.flow_ids.get(i).copied().unwrap_or(i as u64)
+    }
 }
 
 fn check(ok: bool, origin: &Origin, key: &str, msg: &str) -> Result<(), ConfigError> {
@@ -1296,6 +1307,7 @@ impl Scenario {
             flows,
             deps,
             mut labels,
+            ids: flow_ids,
         } = workload::generate(&file, &topology, origin)?;
         let sizes = bound::Sizes {
             mss: file.packet.payload_bytes,
@@ -1386,6 +1398,7 @@ impl Scenario {
             scheme,
             topology,
             flows,
+            flow_ids,
             deps,
             labels,
             ecn_threshold_bytes: ecn,

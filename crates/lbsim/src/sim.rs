@@ -1265,7 +1265,7 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(i, f)| FlowRecord {
-                flow_id: i as u32,
+                flow_id: self.sc.flow_id(i),
                 src: f.spec.src.0,
                 dst: f.spec.dst.0,
                 size_bytes: f.spec.size_bytes,

@@ -343,3 +343,38 @@ fn errors_from_a_set_value_name_the_set_not_the_file() {
         .to_string();
     assert!(e.starts_with("dir/s.toml: key `topology.k`"), "{e}");
 }
+
+/// Writes `text` as a connection matrix and builds the built-in default (k=4) on it.
+fn cm_scenario(name: &str, text: &str) -> Scenario {
+    let dir = std::env::temp_dir().join(format!("lbsim-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    let s = vec![
+        "topology.k=4".to_string(),
+        "workload.kind=connection_matrix".to_string(),
+        format!("workload.path=\"{}\"", path.display()),
+    ];
+    let f = ScenarioFile::builtin(&s).unwrap();
+    Scenario::build(f, &Origin::builtin()).unwrap()
+}
+
+#[test]
+fn connection_matrix_flows_keep_their_file_ids() {
+    // flows.csv's flow_id is the file's id, not the row: `id 3` on the first line stays 3.
+    let sc = cm_scenario(
+        "ids.cm",
+        "Nodes 16\n0->1 id 3 start 0 size 4096\n2->5 id 1 start 0 size 8192\n",
+    );
+    let out = lbsim::run(sc);
+    let ids: Vec<_> = out.flows.iter().map(|f| f.flow_id).collect();
+    assert_eq!(ids, [3, 1]);
+    assert_eq!(out.flows[1].size_bytes, 8192);
+    // Generated workloads keep numbering their flows 0, 1, 2, ...
+    let out = lbsim::run(common::scenario(&[
+        "topology.k=4",
+        "workload.message_bytes=4096",
+    ]));
+    let ids: Vec<_> = out.flows.iter().map(|f| f.flow_id).collect();
+    assert_eq!(ids, (0..16).collect::<Vec<_>>());
+}

@@ -10,7 +10,8 @@ use crate::time::SimTime;
 /// One row of flows.csv.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowRecord {
-    pub flow_id: u32,
+    /// The flow's id in its connection matrix; for generated workloads its index (0, 1, ...).
+    pub flow_id: u64,
     pub src: u32,
     pub dst: u32,
     pub size_bytes: u64,

@@ -17,6 +17,9 @@
 //! (fires once after `count N` activations; default: as many as feed it). lbsim extensions:
 //! a trigger line may add `delay PS` (its targets start that much later), and a flow may name
 //! several triggers of each kind. `Failures` is not supported.
+//!
+//! A flow keeps its `id` (flows.csv's `flow_id`); a flow without one takes its position among
+//! the flows (1, 2, ...), and no two flows may share an id, given or taken.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -27,13 +30,18 @@ use crate::ids::HostId;
 use crate::scenario::{limits, ConfigError};
 use crate::time::SimTime;
 
+/// A parsed connection matrix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Matrix {
+    pub flows: Vec<FlowSpec>,
+    pub deps: Dependencies,
+    /// Each flow's id in the file (its position, 1, 2, ..., if it has none).
+    pub ids: Vec<u64>,
+}
+
 /// Reads a connection matrix for a topology of `hosts` hosts and packets of `payload_bytes`
 /// (each flow's size is checked against [`limits::MESSAGE_PACKETS`]).
-pub fn load(
-    path: &Path,
-    hosts: u32,
-    payload_bytes: u32,
-) -> Result<(Vec<FlowSpec>, Dependencies), ConfigError> {
+pub fn load(path: &Path, hosts: u32, payload_bytes: u32) -> Result<Matrix, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
         path: path.display().to_string(),
         msg: format!("cannot read connection matrix: {e}"),
@@ -62,7 +70,7 @@ pub fn parse(
     name: &str,
     hosts: u32,
     payload_bytes: u32,
-) -> Result<(Vec<FlowSpec>, Dependencies), ConfigError> {
+) -> Result<Matrix, ConfigError> {
     let err = |line: usize, msg: String| ConfigError::Trace {
         path: name.to_string(),
         line,
@@ -73,8 +81,9 @@ pub fn parse(
     let mut trigger_count: Option<(usize, usize)> = None;
     let mut flows = Vec::new();
     let mut refs: Vec<FlowRefs> = Vec::new();
-    // Flow id -> line.
+    // Flow id -> line, and each flow's id if it has one.
     let mut ids: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut given: Vec<Option<u64>> = Vec::new();
     let mut empty = true;
     // Trigger id -> (index, line, kind, count, delay).
     let mut trig: BTreeMap<u64, (usize, usize, &str, Option<u64>, u64)> = BTreeMap::new();
@@ -202,6 +211,7 @@ pub fn parse(
         }
         let mut size = None;
         let mut start = 0u64;
+        let mut id = None;
         let mut r = FlowRefs {
             line: ln,
             ..FlowRefs::default()
@@ -212,12 +222,16 @@ pub fn parse(
             let val = number(&toks, k + 1, key).map_err(|m| err(ln, m))?;
             match key {
                 "id" => {
+                    if id.is_some() {
+                        return Err(err(ln, "a flow has one `id`".into()));
+                    }
                     if let Some(first) = ids.insert(val, ln) {
                         return Err(err(
                             ln,
                             format!("duplicate flow id {val} (also on line {first})"),
                         ));
                     }
+                    id = Some(val);
                 }
                 "start" => {
                     limits::check_time(val).map_err(|m| err(ln, format!("`start`: {m}")))?;
@@ -248,6 +262,7 @@ pub fn parse(
             start: SimTime(start),
         });
         refs.push(r);
+        given.push(id);
     }
     if let Some((n, ln)) = connections {
         if n != flows.len() {
@@ -277,8 +292,32 @@ pub fn parse(
             "no connections: the file has no `SRC->DST ...` flow line".into(),
         ));
     }
+    let mut out = Vec::with_capacity(flows.len());
+    for (i, id) in given.iter().enumerate() {
+        let id = match *id {
+            Some(id) => id,
+            None => {
+                let pos = i as u64 + 1;
+                if let Some(other) = ids.get(&pos) {
+                    return Err(err(
+                        refs[i].line,
+                        format!(
+                            "this flow has no `id`, so it takes its position, {pos}, but the flow \
+                             on line {other} has id {pos}; give this flow an id"
+                        ),
+                    ));
+                }
+                pos
+            }
+        };
+        out.push(id);
+    }
     let deps = resolve_triggers(&flows, &refs, &trig, &err)?;
-    Ok((flows, deps))
+    Ok(Matrix {
+        flows,
+        deps,
+        ids: out,
+    })
 }
 
 type TrigDefs<'a> = BTreeMap<u64, (usize, usize, &'a str, Option<u64>, u64)>;
@@ -392,9 +431,10 @@ fn resolve_triggers(
     Ok(deps.normalized())
 }
 
-/// Writes flows and their dependencies in the format [`parse`] reads (flow and trigger ids
-/// count from 1).
-pub fn write(flows: &[FlowSpec], deps: &Dependencies, nodes: u32) -> String {
+/// Writes flows and their dependencies in the format [`parse`] reads. Flow `i` gets id
+/// `ids[i]` (with `ids` empty, as for generated workloads: i + 1, since htsim reserves 0);
+/// trigger ids count from 1.
+pub fn write(flows: &[FlowSpec], deps: &Dependencies, ids: &[u64], nodes: u32) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "Nodes {nodes}");
     let _ = writeln!(o, "Connections {}", flows.len());
@@ -408,7 +448,8 @@ pub fn write(flows: &[FlowSpec], deps: &Dependencies, nodes: u32) -> String {
         }
     }
     for (i, f) in flows.iter().enumerate() {
-        let _ = write!(o, "{}->{} id {}", f.src.0, f.dst.0, i + 1);
+        let id = ids.get(i).copied().unwrap_or(i as u64 + 1);
+        let _ = write!(o, "{}->{} id {id}", f.src.0, f.dst.0);
         if deps.gated(i) {
             for t in &gates[i] {
                 let _ = write!(o, " trigger {t}");
@@ -462,13 +503,18 @@ mod tests {
     use super::*;
 
     fn p(t: &str, name: &str) -> Result<Vec<FlowSpec>, ConfigError> {
-        parse(t, name, 4, 4096).map(|x| x.0)
+        parse(t, name, 4, 4096).map(|m| m.flows)
     }
 
     #[test]
     fn parses_flows_and_comments() {
         let t = "Nodes 4\nConnections 2\n# hi\n0->1 id 7 start 100 size 4096\n2->3 id 8 size 10 # tail\n";
-        let (f, d) = parse(t, "x.cm", 4, 4096).unwrap();
+        let Matrix {
+            flows: f,
+            deps: d,
+            ids,
+        } = parse(t, "x.cm", 4, 4096).unwrap();
+        assert_eq!(ids, [7, 8]);
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].start, SimTime(100));
         assert_eq!(f[1].size_bytes, 10);
@@ -481,7 +527,9 @@ mod tests {
         let t = "Nodes 4\nConnections 3\nTriggers 2\n0->1 id 1 size 8 recv_done_trigger 5\n\
                  2->3 id 2 size 8 recv_done_trigger 5 send_done_trigger 9\n\
                  1->2 id 3 trigger 5 size 8\ntrigger id 9 oneshot\ntrigger id 5 barrier delay 7\n";
-        let (f, d) = parse(t, "t.cm", 4, 4096).unwrap();
+        let Matrix {
+            flows: f, deps: d, ..
+        } = parse(t, "t.cm", 4, 4096).unwrap();
         assert_eq!(f.len(), 3);
         assert_eq!(d.gated, [false, false, true]);
         // Trigger indices follow definition order: id 9 is 0, id 5 is 1.
@@ -540,6 +588,22 @@ mod tests {
     }
 
     #[test]
+    fn flows_without_ids_take_their_position() {
+        let m = parse(
+            "0->1 size 4\n1->2 id 9 size 4\n2->3 size 4\n",
+            "i.cm",
+            4,
+            4096,
+        )
+        .unwrap();
+        assert_eq!(m.ids, [1, 9, 3]);
+        let e = p("0->1 size 4\n# x\n1->2 id 1 size 4\n", "j.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("j.cm:1:") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
     fn cycles_are_rejected() {
         // 1 starts 2 starts 1: neither can ever start.
         let t = "0->1 id 1 trigger 1 size 4 recv_done_trigger 2\n\
@@ -553,9 +617,18 @@ mod tests {
     fn write_then_parse_round_trips() {
         let t = "0->1 id 1 start 5 size 8 recv_done_trigger 1\n2->3 id 2 size 9 send_done_trigger 1 recv_done_trigger 2\n\
                  1->2 id 3 trigger 1 size 8\n3->0 id 4 trigger 2 size 8\ntrigger id 1 barrier count 2 delay 40\ntrigger id 2 multishot\n";
-        let (f, d) = parse(t, "r.cm", 4, 4096).unwrap();
-        let w = write(&f, &d, 4);
-        let (f2, d2) = parse(&w, "w.cm", 4, 4096).unwrap();
-        assert_eq!((f, d), (f2, d2), "{w}");
+        let m = parse(t, "r.cm", 4, 4096).unwrap();
+        let w = write(&m.flows, &m.deps, &m.ids, 4);
+        assert_eq!(m, parse(&w, "w.cm", 4, 4096).unwrap(), "{w}");
+        // Ids other than 1, 2, ... survive the round trip too; without ids, flows count from 1.
+        let t = t
+            .replace("0->1 id 1 ", "0->1 id 90 ")
+            .replace("1->2 id 3 ", "1->2 id 5000000000 ");
+        let m = parse(&t, "r.cm", 4, 4096).unwrap();
+        assert_eq!(m.ids, [90, 2, 5000000000, 4]);
+        let w = write(&m.flows, &m.deps, &m.ids, 4);
+        assert_eq!(m, parse(&w, "w.cm", 4, 4096).unwrap(), "{w}");
+        let w = write(&m.flows, &m.deps, &[], 4);
+        assert_eq!(parse(&w, "w.cm", 4, 4096).unwrap().ids, [1, 2, 3, 4]);
     }
 }

@@ -84,6 +84,9 @@ pub struct Workload {
     pub flows: Vec<FlowSpec>,
     pub deps: Dependencies,
     pub labels: Labels,
+    /// Each flow's id (flows.csv's `flow_id`): a connection matrix's own ids; empty for
+    /// generated workloads, whose flows are numbered 0, 1, 2, ...
+    pub ids: Vec<u64>,
 }
 
 pub fn generate(
@@ -130,7 +133,7 @@ pub fn generate(
                 (Some(dir), true) => dir.join(path),
                 _ => path.clone(),
             };
-            let (flows, deps) =
+            let connection_matrix::Matrix { flows, deps, ids } =
                 connection_matrix::load(&path, topo.hosts, file.packet.payload_bytes)?;
             check_span(&flows, &deps, file, topo).map_err(|msg| ConfigError::Trace {
                 path: path.display().to_string(),
@@ -141,6 +144,7 @@ pub fn generate(
                 flows,
                 deps,
                 labels,
+                ids,
             });
         }
         let spec = resolve(w, topo, file, j as u32, prefix, origin)?;
@@ -175,6 +179,7 @@ pub fn generate(
         flows,
         deps,
         labels,
+        ids: Vec::new(),
     })
 }
 
