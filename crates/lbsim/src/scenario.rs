@@ -284,6 +284,18 @@ impl TransportConfig {
         {
             return Err(err("eqds.pull_rate", "must be in (0, 1]".into()));
         }
+        if self
+            .erasure_extra_packets
+            .is_some_and(|x| x as u64 > limits::MESSAGE_PACKETS)
+        {
+            return Err(err(
+                "erasure_extra_packets",
+                format!(
+                    "at most {} repair packets per message (the most packets a message may have)",
+                    limits::MESSAGE_PACKETS
+                ),
+            ));
+        }
         if self.erasure_extra_packets.is_some() && lr != LossRecoveryKind::Erasure {
             return Err(err(
                 "erasure_extra_packets",
@@ -1094,6 +1106,9 @@ fn check(ok: bool, origin: &Origin, key: &str, msg: &str) -> Result<(), ConfigEr
     }
 }
 
+/// The slowest link rate, in Gb/s: 1 kb/s (a rate rounds to whole bits per second).
+const MIN_GBPS: f64 = 1e-6;
+
 fn finite_nonneg(x: f64) -> bool {
     x.is_finite() && x >= 0.0
 }
@@ -1109,10 +1124,10 @@ impl Scenario {
         let t = &file.topology;
         let o = origin;
         check(
-            t.link_gbps.is_finite() && t.link_gbps > 0.0 && t.link_gbps <= 1e6,
+            t.link_gbps.is_finite() && (MIN_GBPS..=1e6).contains(&t.link_gbps),
             o,
             "topology.link_gbps",
-            "must be a positive rate in Gb/s",
+            "must be a positive rate in Gb/s, at least 1e-6 (1 kb/s) and at most 1e6",
         )?;
         check(
             finite_nonneg(t.link_latency_ns) && t.link_latency_ns < 1e9,
@@ -1285,6 +1300,15 @@ impl Scenario {
                 )?;
                 let up_gbps =
                     t.hosts_per_leaf as f64 * t.link_gbps / (t.spines as f64 * t.oversubscription);
+                check(
+                    (MIN_GBPS..=1e9).contains(&up_gbps),
+                    o,
+                    "topology.oversubscription",
+                    &format!(
+                        "makes the uplink rate hosts_per_leaf x link_gbps / (spines x \
+                         oversubscription) {up_gbps:e} Gb/s; it must be from 1e-6 (1 kb/s) to 1e9"
+                    ),
+                )?;
                 Topology::leaf_spine(
                     t.hosts_per_leaf,
                     t.leaves,

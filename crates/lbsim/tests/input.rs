@@ -378,3 +378,29 @@ fn connection_matrix_flows_keep_their_file_ids() {
     let ids: Vec<_> = out.flows.iter().map(|f| f.flow_id).collect();
     assert_eq!(ids, (0..16).collect::<Vec<_>>());
 }
+
+#[test]
+fn link_rates_below_one_kbps_and_oversized_repair_counts_are_refused() {
+    // 1e-12 Gb/s rounds to 0 b/s, which divided by zero in the run.
+    let e = build_err(&["topology.k=4", "topology.link_gbps=1e-12"]);
+    assert!(e.contains("key `topology.link_gbps`"), "{e}");
+    for o in ["1e300", "1e-300"] {
+        let e = build_err(&[
+            "topology.kind=leaf_spine",
+            "topology.hosts_per_leaf=4",
+            "topology.leaves=2",
+            &format!("topology.oversubscription={o}"),
+        ]);
+        assert!(
+            e.contains("key `topology.oversubscription`") && e.contains("uplink"),
+            "{e}"
+        );
+    }
+    // The repair count overflowed the sender's 32-bit packet counters.
+    let e = build_err(&[
+        "topology.k=4",
+        "transport.loss_recovery=erasure",
+        "transport.erasure_extra_packets=4294967295",
+    ]);
+    assert!(e.contains("key `transport.erasure_extra_packets`"), "{e}");
+}
