@@ -166,13 +166,13 @@ fn build_checked(
     runs: usize,
     force: bool,
 ) -> Result<Scenario> {
-    let pre = lbsim::memory::estimate(&file);
+    let pre = file.memory_estimate();
     if let Some(e) = &pre {
         guard::check_memory(what, e, runs, force)?;
     }
     let sc = build(file, origin)?;
     if pre.is_none() {
-        let e = lbsim::memory::MemoryEstimate::of_scenario(&sc);
+        let e = sc.memory_estimate();
         guard::check_memory(what, &e, runs, force)?;
     }
     Ok(sc)

@@ -95,7 +95,7 @@ pub fn run(args: &ScenarioArgs, opt: Options) -> Result<()> {
     let mut largest = file.clone();
     let m = opt.packets.iter().copied().max().unwrap_or(1);
     largest.workload.message_bytes = m.saturating_mul(file.packet.payload_bytes as u64);
-    if let Some(e) = lbsim::memory::estimate(&largest) {
+    if let Some(e) = largest.memory_estimate() {
         let n = schemes.len() * opt.packets.len() * opt.seeds as usize;
         let at_once = crate::guard::concurrency(opt.jobs, n);
         crate::guard::check_memory("queue-scaling", &e, at_once, opt.force)?;

@@ -247,7 +247,7 @@ impl Plan {
             let file = ScenarioFile::from_table(t, &origin, &at)
                 .map_err(|e| anyhow!("{e}{}", unknown_hint(&e.to_string(), &keys)))?;
             // Before building: a point too large to build at all must not abort the process.
-            let est = lbsim::memory::estimate(&file);
+            let est = file.memory_estimate();
             if let Some(e) = &est {
                 crate::guard::check_memory(&format!("{name}: {at}"), e, 1, force)?;
             }
@@ -256,7 +256,7 @@ impl Plan {
             let est = match est {
                 Some(e) => e,
                 None => {
-                    let e = lbsim::memory::MemoryEstimate::of_scenario(&sc);
+                    let e = sc.memory_estimate();
                     crate::guard::check_memory(&format!("{name}: {at}"), &e, 1, force)?;
                     e
                 }

@@ -17,11 +17,11 @@ use std::collections::BTreeMap;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::config::{ConfigError, Origin};
 use crate::ids::{NodeId, PortId, SwitchId};
 pub use crate::net::fault::{Fault, GilbertElliott};
 use crate::net::{Shape, Tier, Topology};
 use crate::rng::{rng_for, Stream};
-use crate::scenario::{ConfigError, Origin};
 use crate::time::SimTime;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

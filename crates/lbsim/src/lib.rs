@@ -1,11 +1,14 @@
 //! lbsim: a packet-level simulator for load balancing in AI-training networks.
 //!
-//! Layers, lowest first: `time`/`ids`/`rng` (units and identities), `engine` (the event set),
-//! `net` (packets, ports, topologies), `lb` (load-balancing policies), `transport` (senders and
-//! receivers), `workload`, `stats`, `scenario` (configuration), `sim` (the world and its handlers).
-//! Lower layers never import higher ones. The library reads no wall clock inside a run and has no
-//! global state; [`run`] times a whole run from the outside.
+//! Layers, lowest first: `time`/`ids`/`rng`/`config` (units, identities, seeded streams, errors
+//! and defaults), `engine` (the event set), `net` (packets, ports, topologies), `lb`
+//! (load-balancing policies), `workload`, `transport` (senders and receivers), `failure` and
+//! `stats`, `memory`, `scenario` (the file and its validation), `sim` (the world and its
+//! handlers), `experiments`. Lower layers never import higher ones (`tests/layers.rs` checks).
+//! The library reads no wall clock inside a run and has no global state; [`run`] times a whole
+//! run from the outside.
 
+pub mod config;
 pub mod engine;
 pub mod experiments;
 pub mod failure;

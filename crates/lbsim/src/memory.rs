@@ -19,8 +19,8 @@
 //! 1.2 GiB. It errs high
 //! (packets are counted as if every buffer could fill), which is the safe side for a refusal.
 
-use crate::scenario::{ScenarioFile, TopologyKind, WorkloadConfig, WorkloadKind};
-use crate::Scenario;
+use crate::net::config::TopologyKind;
+use crate::workload::{TrafficSpec, WorkloadConfig, WorkloadKind};
 
 /// Fixed cost of a run: the binary, the calendar's flat bucket array, allocator slack.
 const BASE_BYTES: u128 = 12 << 20;
@@ -43,7 +43,13 @@ pub struct MemoryEstimate {
 }
 
 impl MemoryEstimate {
-    fn new(flows: u128, ports: u128, switch_ports: u128, file: &ScenarioFile, data: u128) -> Self {
+    pub fn new(
+        flows: u128,
+        ports: u128,
+        switch_ports: u128,
+        file: &TrafficSpec,
+        data: u128,
+    ) -> Self {
         let mtu = (file.packet.payload_bytes + file.packet.header_bytes).max(1) as u128;
         let buffered = switch_ports * (file.topology.buffer_bytes as u128 / mtu + 1) + ports;
         let packets = data.min(buffered);
@@ -54,26 +60,13 @@ impl MemoryEstimate {
             bytes: BASE_BYTES + flows * FLOW_BYTES + ports * PORT_BYTES + packets * PACKET_BYTES,
         }
     }
-
-    /// The estimate for a built scenario (the flows are generated, the run's state is not).
-    pub fn of_scenario(sc: &Scenario) -> MemoryEstimate {
-        let payload = sc.file.packet.payload_bytes.max(1) as u128;
-        let data: u128 = sc
-            .flows
-            .iter()
-            .map(|f| (f.size_bytes as u128).div_ceil(payload))
-            .sum();
-        let ports = sc.topology.links.len() as u128;
-        let switch_ports = sc.topology.switch_ports().len() as u128;
-        Self::new(sc.flows.len() as u128, ports, switch_ports, &sc.file, data)
-    }
 }
 
 /// The estimate from the scenario file alone, before the flows are generated; `None` when the
 /// flow count is not known before reading a file (connection matrix: estimate the built
 /// scenario instead). The counts are upper bounds: ranks sharing a host send nothing over the
 /// network, and invalid settings are left to `Scenario::build` to report.
-pub fn estimate(file: &ScenarioFile) -> Option<MemoryEstimate> {
+pub fn estimate(file: &TrafficSpec) -> Option<MemoryEstimate> {
     let t = &file.topology;
     let (hosts, ports, switch_ports) = match t.kind {
         TopologyKind::FatTree => {
@@ -164,45 +157,5 @@ pub fn human_bytes(n: u128) -> String {
         format!("{n} B")
     } else {
         format!("{x:.1} {}", UNITS[u])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn file(sets: &[&str]) -> ScenarioFile {
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        ScenarioFile::builtin(&sets).unwrap()
-    }
-
-    #[test]
-    fn estimate_before_generation_counts_all_to_all_pairs() {
-        let e = estimate(&file(&["topology.k=64", "workload.kind=all_to_all"])).unwrap();
-        assert_eq!(e.flows, 65536 * 65535);
-        assert!(e.bytes > 1 << 40, "{}", human_bytes(e.bytes));
-    }
-
-    #[test]
-    fn estimate_before_generation_matches_the_built_scenario() {
-        for sets in [
-            &["topology.k=4", "workload.kind=all_to_all"][..],
-            &["topology.k=4"][..],
-            &["topology.k=4", "workload.kind=ring_allreduce"][..],
-            &[
-                "topology.kind=leaf_spine",
-                "topology.leaves=4",
-                "topology.hosts_per_leaf=4",
-                "topology.spines=2",
-            ][..],
-        ] {
-            let f = file(sets);
-            let pre = estimate(&f).unwrap();
-            let sc = Scenario::build(f, &crate::Origin::builtin()).unwrap();
-            let post = MemoryEstimate::of_scenario(&sc);
-            assert_eq!((pre.flows, pre.ports), (post.flows, post.ports), "{sets:?}");
-            let (a, b) = (pre.bytes as f64, post.bytes as f64);
-            assert!((a - b).abs() <= 0.1 * b, "{sets:?}: {a} vs {b}");
-        }
     }
 }

@@ -2,737 +2,24 @@
 //! unknown keys rejected), `--set key.path=value` overrides, and validation into a built
 //! [`Scenario`]. Errors name the file and line, or the key.
 
-use std::path::{Path, PathBuf};
-
 use serde::{Deserialize, Serialize};
 
+use crate::config::{check, finite_nonneg, is_default, MIN_GBPS};
+pub use crate::config::{defaults, limits, ConfigError, Origin};
 use crate::failure::{self, FailureConfig, FailureSpec, LinkFailure};
 use crate::ids::MAX_EVENT_ID;
 use crate::lb;
+pub use crate::lb::config::LoadBalancingConfig;
+use crate::memory::{self, MemoryEstimate};
+pub use crate::net::config::{PacketConfig, TopologyConfig, TopologyKind};
 use crate::net::{LinkParams, Topology};
 use crate::stats::bound;
 use crate::time::{BitsPerSec, SimTime};
-use crate::workload::{self, Dependencies, FlowSpec};
-
-/// An error in user input: a scenario, an override, or a trace file.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{origin}: {msg}")]
-    Parse { origin: String, msg: String },
-    #[error("{origin}: key `{key}`: {msg}")]
-    Invalid {
-        origin: String,
-        key: String,
-        msg: String,
-    },
-    #[error("--set {arg}: {msg}")]
-    Set { arg: String, msg: String },
-    #[error("{path}:{line}: {msg}")]
-    Trace {
-        path: String,
-        line: usize,
-        msg: String,
-    },
-    #[error("{path}: {msg}")]
-    Io { path: String, msg: String },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TopologyKind {
-    FatTree,
-    LeafSpine,
-}
-
-/// `[topology]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TopologyConfig {
-    pub kind: TopologyKind,
-    /// Fat-tree arity (even): k^3/4 hosts.
-    pub k: u32,
-    /// Leaf-spine: hosts under each leaf.
-    pub hosts_per_leaf: u32,
-    /// Leaf-spine: number of leaves.
-    pub leaves: u32,
-    /// Leaf-spine: number of spines (one link from every leaf to every spine).
-    pub spines: u32,
-    /// Leaf-spine: host capacity over uplink capacity per leaf; sets the uplink rate to
-    /// hosts_per_leaf x link_gbps / (spines x oversubscription).
-    pub oversubscription: f64,
-    pub link_gbps: f64,
-    pub link_latency_ns: f64,
-    /// Added to every hop into a switch.
-    pub switch_latency_ns: f64,
-    /// Drop-tail buffer per switch egress port.
-    pub buffer_bytes: u64,
-    /// CE-mark data packets arriving to a queue holding more than this (default: 20% of the buffer).
-    pub ecn_threshold_bytes: Option<u64>,
-    /// RED-style marking (DCQCN's switch): between the threshold (Kmin) and this (Kmax) a data
-    /// packet is marked with probability rising linearly to `ecn_pmax`; above it, always.
-    /// Unset: every packet above the threshold is marked (DCTCP's step).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ecn_kmax_bytes: Option<u64>,
-    /// RED's marking probability at Kmax (default 1; the DCQCN paper used 0.01).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ecn_pmax: Option<f64>,
-    /// Trimming: what is left of a data packet whose payload a full queue cut (default 64 bytes).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub trim_header_bytes: Option<u32>,
-    /// Trimming and EQDS: bytes of control packets (trimmed headers, ACKs, NACKs, credits) a port
-    /// holds in its priority queue before dropping them (default: the data buffer).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub control_buffer_bytes: Option<u64>,
-}
-
-impl Default for TopologyConfig {
-    fn default() -> Self {
-        TopologyConfig {
-            kind: TopologyKind::FatTree,
-            k: 8,
-            hosts_per_leaf: 16,
-            leaves: 8,
-            spines: 8,
-            oversubscription: 1.0,
-            link_gbps: 800.0,
-            link_latency_ns: 500.0,
-            switch_latency_ns: 0.0,
-            buffer_bytes: 800_000,
-            ecn_threshold_bytes: None,
-            ecn_kmax_bytes: None,
-            ecn_pmax: None,
-            trim_header_bytes: None,
-            control_buffer_bytes: None,
-        }
-    }
-}
-
-/// `[packet]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct PacketConfig {
-    pub payload_bytes: u32,
-    /// Headers on every data packet (RoCEv2: 62).
-    pub header_bytes: u32,
-    pub ack_bytes: u32,
-}
-
-impl Default for PacketConfig {
-    fn default() -> Self {
-        PacketConfig {
-            payload_bytes: 4096,
-            header_bytes: 62,
-            ack_bytes: 64,
-        }
-    }
-}
-
 pub use crate::transport::cc::{CcConfigs, CcKind};
+pub use crate::transport::config::{EqdsConfig, TransportConfig};
 pub use crate::transport::LossRecoveryKind;
-
-/// A policy config's verdict: Ok, or the offending field and why.
-type CheckResult = Result<(), (&'static str, String)>;
-
-/// `[transport.eqds]`: receiver-driven transport (Olteanu et al., NSDI 2022).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EqdsConfig {
-    /// Data a sender may send before its first credit, in BDPs of its path (EQDS: one BDP).
-    pub unsolicited_bdp: f64,
-    /// The receiver paces credits (one full packet each) at this fraction of its link (EQDS: 0.99).
-    pub pull_rate: f64,
-}
-
-impl Default for EqdsConfig {
-    fn default() -> Self {
-        EqdsConfig {
-            unsolicited_bdp: 1.0,
-            pull_rate: 0.99,
-        }
-    }
-}
-
-/// `[transport]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TransportConfig {
-    pub cc: CcKind,
-    /// Fraction of the NIC's line rate a host sends data at (0 < rate_coef <= 1); with a real CC,
-    /// the most any flow may send at.
-    pub rate_coef: f64,
-    pub loss_recovery: LossRecoveryKind,
-    /// Retransmission timeout floor (default 100 us, the Ultra Ethernet floor): the timer is
-    /// SRTT + 4 RTTVAR but never less. With the ideal erasure transport and constant CC it is a
-    /// fixed no-ACK time that only tells the host's load balancer that ACKs stopped.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rto_us: Option<f64>,
-    /// Double the timeout on each consecutive expiry (reset by an RTT sample).
-    pub rto_backoff: bool,
-    /// erasure: repair packets sent with every message (default 25, the study's k: about 5% of
-    /// a 2 MiB message).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub erasure_extra_packets: Option<u32>,
-    /// sack (and loss detection for the erasure schemes under a windowed CC): a transmission is
-    /// lost once one sent this many later was ACKed (default 3; the study: about 6 for
-    /// all-to-all and 32 for permutation under spraying).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reorder_threshold: Option<u32>,
-    /// The study's idealized CC under failures: each flow sends at B/F, F the flows per unit of
-    /// live capacity on its most loaded cut (see `failure::flow_shares`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub failure_aware_rate: bool,
-    #[serde(skip_serializing_if = "is_default")]
-    pub dctcp: crate::transport::cc::DctcpConfig,
-    #[serde(skip_serializing_if = "is_default")]
-    pub dcqcn: crate::transport::cc::DcqcnConfig,
-    #[serde(skip_serializing_if = "is_default")]
-    pub swift: crate::transport::cc::SwiftConfig,
-    #[serde(skip_serializing_if = "is_default")]
-    pub mswift: crate::transport::cc::swift::MswiftConfig,
-    #[serde(skip_serializing_if = "is_default")]
-    pub nscc: crate::transport::cc::NsccConfig,
-    #[serde(skip_serializing_if = "is_default")]
-    pub eqds: EqdsConfig,
-}
-
-impl Default for TransportConfig {
-    fn default() -> Self {
-        TransportConfig {
-            cc: CcKind::Constant,
-            rate_coef: 1.0,
-            loss_recovery: LossRecoveryKind::IdealErasure,
-            rto_us: None,
-            rto_backoff: true,
-            erasure_extra_packets: None,
-            reorder_threshold: None,
-            failure_aware_rate: false,
-            dctcp: Default::default(),
-            dcqcn: Default::default(),
-            swift: Default::default(),
-            mswift: Default::default(),
-            nscc: Default::default(),
-            eqds: Default::default(),
-        }
-    }
-}
-
-impl TransportConfig {
-    pub fn cc_configs(&self) -> CcConfigs {
-        CcConfigs {
-            dctcp: self.dctcp.clone(),
-            dcqcn: self.dcqcn.clone(),
-            swift: self.swift.clone(),
-            mswift: self.mswift.clone(),
-            nscc: self.nscc.clone(),
-        }
-    }
-
-    /// Checks the options against the chosen CC and loss recovery: an option only another one
-    /// reads is an error (it would silently do nothing), as are combinations that cannot work.
-    fn validate(&self, topo: &TopologyConfig, o: &Origin) -> Result<(), ConfigError> {
-        let err = |key: &str, msg: String| ConfigError::Invalid {
-            origin: o.name.clone(),
-            key: format!("transport.{key}"),
-            msg,
-        };
-        let cc = self.cc;
-        let lr = self.loss_recovery;
-        let d = TransportConfig::default();
-        let tables: [(&str, bool, &[CcKind]); 6] = [
-            ("dctcp", self.dctcp != d.dctcp, &[CcKind::Dctcp]),
-            ("dcqcn", self.dcqcn != d.dcqcn, &[CcKind::Dcqcn]),
-            (
-                "swift",
-                self.swift != d.swift,
-                &[CcKind::Swift, CcKind::Mswift],
-            ),
-            ("mswift", self.mswift != d.mswift, &[CcKind::Mswift]),
-            ("nscc", self.nscc != d.nscc, &[CcKind::Nscc]),
-            ("eqds", self.eqds != d.eqds, &[CcKind::Eqds]),
-        ];
-        for (name, given, users) in tables {
-            if given && !users.contains(&cc) {
-                let users: Vec<&str> = users.iter().map(|c| c.name()).collect();
-                return Err(err(
-                    name,
-                    format!(
-                        "[transport.{name}] is read only by cc = {}, not {}",
-                        users.join(" or "),
-                        cc.name()
-                    ),
-                ));
-            }
-        }
-        let checks: [(&str, CheckResult); 5] = [
-            ("dctcp", self.dctcp.validate()),
-            ("dcqcn", self.dcqcn.validate()),
-            ("swift", self.swift.validate()),
-            ("mswift", self.mswift.validate()),
-            ("nscc", self.nscc.validate()),
-        ];
-        for (name, r) in checks {
-            if let Err((field, msg)) = r {
-                return Err(err(&format!("{name}.{field}"), msg));
-            }
-        }
-        if !(self.eqds.unsolicited_bdp.is_finite() && self.eqds.unsolicited_bdp >= 0.0) {
-            return Err(err("eqds.unsolicited_bdp", "must be >= 0".into()));
-        }
-        if !(self.eqds.pull_rate.is_finite()
-            && self.eqds.pull_rate > 0.0
-            && self.eqds.pull_rate <= 1.0)
-        {
-            return Err(err("eqds.pull_rate", "must be in (0, 1]".into()));
-        }
-        if self
-            .erasure_extra_packets
-            .is_some_and(|x| x as u64 > limits::MESSAGE_PACKETS)
-        {
-            return Err(err(
-                "erasure_extra_packets",
-                format!(
-                    "at most {} repair packets per message (the most packets a message may have)",
-                    limits::MESSAGE_PACKETS
-                ),
-            ));
-        }
-        if self.erasure_extra_packets.is_some() && lr != LossRecoveryKind::Erasure {
-            return Err(err(
-                "erasure_extra_packets",
-                format!(
-                    "is read only by loss_recovery = \"erasure\", not \"{}\"",
-                    lr.name()
-                ),
-            ));
-        }
-        if let Some(x) = self.reorder_threshold {
-            if x == 0 {
-                return Err(err("reorder_threshold", "must be at least 1".into()));
-            }
-            if matches!(lr, LossRecoveryKind::GoBackN | LossRecoveryKind::Trim) {
-                return Err(err(
-                    "reorder_threshold",
-                    format!(
-                        "{} detects losses from NACKs, not from reordering; the threshold is read \
-                         by sack (and by the erasure schemes under a windowed CC)",
-                        lr.name()
-                    ),
-                ));
-            }
-        }
-        if self.failure_aware_rate && cc != CcKind::Constant {
-            return Err(err(
-                "failure_aware_rate",
-                format!(
-                    "is the idealized constant-rate CC's rule; cc = {} finds its own rate",
-                    cc.name()
-                ),
-            ));
-        }
-        let ecn = topo
-            .ecn_threshold_bytes
-            .unwrap_or(topo.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR);
-        if matches!(cc, CcKind::Dctcp | CcKind::Dcqcn) && ecn >= topo.buffer_bytes {
-            return Err(ConfigError::Invalid {
-                origin: o.name.clone(),
-                key: "topology.ecn_threshold_bytes".into(),
-                msg: format!(
-                    "cc = {} reacts only to ECN marks, and a threshold at or above the buffer \
-                     ({} bytes) never marks",
-                    cc.name(),
-                    topo.buffer_bytes
-                ),
-            });
-        }
-        if topo.trim_header_bytes.is_some() && lr != LossRecoveryKind::Trim {
-            return Err(ConfigError::Invalid {
-                origin: o.name.clone(),
-                key: "topology.trim_header_bytes".into(),
-                msg: format!(
-                    "is read only by transport.loss_recovery = \"trim\", not \"{}\"",
-                    lr.name()
-                ),
-            });
-        }
-        Ok(())
-    }
-}
-
-/// `[load_balancing]`. Scheme options are optional: unset means the documented default, and an
-/// option given for a scheme that does not read it is rejected (`lb::SchemeInfo::options`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LoadBalancingConfig {
-    /// A name from the registry (`lbsim list`).
-    pub scheme: String,
-    /// `subflow`: subflows per flow, each with a fixed entropy (4, the study's setting).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subflows: Option<u32>,
-    /// `plb`: a round is congested when at least this fraction of its ACKs was ECN-marked
-    /// (0.5, PLB's; the study's "change threshold" is 0.4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plb_congested_fraction: Option<f64>,
-    /// `plb`: re-path after this many consecutive congested rounds (12, Linux).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plb_rehash_rounds: Option<u32>,
-    /// `plb`: re-path after this many consecutive congested rounds if nothing is in flight
-    /// (3, Linux).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plb_idle_rehash_rounds: Option<u32>,
-    /// `plb`: after a timeout, no congestion re-path for this long (60 s, Linux).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plb_suspend_us: Option<f64>,
-    /// `reps`: how long a flow stays frozen after a failure-like timeout (10 ms, REPS).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reps_freeze_us: Option<f64>,
-    /// `reps`: random entropies sent after leaving the frozen state (16, REPS).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reps_explore_packets: Option<u32>,
-    /// `switch_ar`: queue bins are refreshed at most this often (0: fresh on every packet;
-    /// public simulators use 100).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ar_refresh_ns: Option<f64>,
-    /// `flowlet_ar`: an idle gap longer than this starts a new flowlet (10, the study's fork).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flowlet_gap_us: Option<f64>,
-}
-
-impl Default for LoadBalancingConfig {
-    fn default() -> Self {
-        LoadBalancingConfig {
-            scheme: "ecmp".into(),
-            subflows: None,
-            plb_congested_fraction: None,
-            plb_rehash_rounds: None,
-            plb_idle_rehash_rounds: None,
-            plb_suspend_us: None,
-            reps_freeze_us: None,
-            reps_explore_packets: None,
-            ar_refresh_ns: None,
-            flowlet_gap_us: None,
-        }
-    }
-}
-
-impl LoadBalancingConfig {
-    /// Every scheme option, as named in `[load_balancing]`.
-    pub const OPTION_KEYS: &'static [&'static str] = &[
-        "subflows",
-        "plb_congested_fraction",
-        "plb_rehash_rounds",
-        "plb_idle_rehash_rounds",
-        "plb_suspend_us",
-        "reps_freeze_us",
-        "reps_explore_packets",
-        "ar_refresh_ns",
-        "flowlet_gap_us",
-    ];
-
-    /// The options that are set, in `OPTION_KEYS` order.
-    pub fn given_options(&self) -> Vec<&'static str> {
-        let set = [
-            self.subflows.is_some(),
-            self.plb_congested_fraction.is_some(),
-            self.plb_rehash_rounds.is_some(),
-            self.plb_idle_rehash_rounds.is_some(),
-            self.plb_suspend_us.is_some(),
-            self.reps_freeze_us.is_some(),
-            self.reps_explore_packets.is_some(),
-            self.ar_refresh_ns.is_some(),
-            self.flowlet_gap_us.is_some(),
-        ];
-        Self::OPTION_KEYS
-            .iter()
-            .zip(set)
-            .filter(|(_, s)| *s)
-            .map(|(k, _)| *k)
-            .collect()
-    }
-
-    pub fn subflow_config(&self) -> lb::subflow::SubflowConfig {
-        let d = lb::subflow::SubflowConfig::default();
-        lb::subflow::SubflowConfig {
-            subflows: self.subflows.unwrap_or(d.subflows),
-        }
-    }
-
-    pub fn plb_config(&self) -> lb::plb::PlbConfig {
-        let d = lb::plb::PlbConfig::default();
-        lb::plb::PlbConfig {
-            congested_fraction: self.plb_congested_fraction.unwrap_or(d.congested_fraction),
-            rehash_rounds: self.plb_rehash_rounds.unwrap_or(d.rehash_rounds),
-            idle_rehash_rounds: self.plb_idle_rehash_rounds.unwrap_or(d.idle_rehash_rounds),
-            suspend: self.plb_suspend_us.map_or(d.suspend, SimTime::from_us_f64),
-        }
-    }
-
-    pub fn reps_config(&self) -> lb::reps::RepsConfig {
-        let d = lb::reps::RepsConfig::default();
-        lb::reps::RepsConfig {
-            freeze: self.reps_freeze_us.map_or(d.freeze, SimTime::from_us_f64),
-            explore_packets: self.reps_explore_packets.unwrap_or(d.explore_packets),
-            trimming: false,
-        }
-    }
-
-    pub fn ar_config(&self) -> lb::switch_ar::ArConfig {
-        let d = lb::switch_ar::ArConfig::default();
-        lb::switch_ar::ArConfig {
-            refresh: self.ar_refresh_ns.map_or(d.refresh, SimTime::from_ns_f64),
-        }
-    }
-
-    pub fn flowlet_config(&self) -> lb::flowlet::FlowletConfig {
-        let d = lb::flowlet::FlowletConfig::default();
-        lb::flowlet::FlowletConfig {
-            gap: self.flowlet_gap_us.map_or(d.gap, SimTime::from_us_f64),
-        }
-    }
-
-    /// Rejects options the scheme does not read and out-of-range values.
-    fn validate(&self, scheme: &lb::SchemeInfo, o: &Origin) -> Result<(), ConfigError> {
-        for key in self.given_options() {
-            if !scheme.options.contains(&key) {
-                let takes = if scheme.options.is_empty() {
-                    "takes no options".to_string()
-                } else {
-                    format!("takes only {}", scheme.options.join(", "))
-                };
-                return Err(ConfigError::Invalid {
-                    origin: o.name.clone(),
-                    key: format!("load_balancing.{key}"),
-                    msg: format!(
-                        "applies only to scheme {}; scheme `{}` {takes}",
-                        lb::schemes_with_option(key).join(", "),
-                        scheme.name
-                    ),
-                });
-            }
-        }
-        let us_ok = |x: Option<f64>| x.is_none_or(|v| finite_nonneg(v) && v < 1e12);
-        check(
-            self.subflows.is_none_or(|n| (1..=1024).contains(&n)),
-            o,
-            "load_balancing.subflows",
-            "must be between 1 and 1024",
-        )?;
-        check(
-            self.plb_congested_fraction
-                .is_none_or(|f| f.is_finite() && f > 0.0 && f <= 1.0),
-            o,
-            "load_balancing.plb_congested_fraction",
-            "must be in (0, 1]",
-        )?;
-        check(
-            self.plb_rehash_rounds.is_none_or(|n| n >= 1),
-            o,
-            "load_balancing.plb_rehash_rounds",
-            "must be >= 1",
-        )?;
-        check(
-            self.plb_idle_rehash_rounds.is_none_or(|n| n >= 1),
-            o,
-            "load_balancing.plb_idle_rehash_rounds",
-            "must be >= 1",
-        )?;
-        check(
-            us_ok(self.plb_suspend_us),
-            o,
-            "load_balancing.plb_suspend_us",
-            "must be a non-negative number of microseconds",
-        )?;
-        check(
-            us_ok(self.reps_freeze_us),
-            o,
-            "load_balancing.reps_freeze_us",
-            "must be a non-negative number of microseconds",
-        )?;
-        check(
-            us_ok(self.ar_refresh_ns),
-            o,
-            "load_balancing.ar_refresh_ns",
-            "must be a non-negative number of nanoseconds",
-        )?;
-        check(
-            us_ok(self.flowlet_gap_us),
-            o,
-            "load_balancing.flowlet_gap_us",
-            "must be a non-negative number of microseconds",
-        )?;
-        Ok(())
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkloadKind {
-    Permutation,
-    AllToAll,
-    ConnectionMatrix,
-    RingAllreduce,
-    RingReduceScatter,
-    RingAllgather,
-    HalvingDoublingAllreduce,
-    /// FSDP training: per layer an all-gather, compute, then a reduce-scatter.
-    Fsdp,
-    /// `fan_in` senders to one receiver (the group's first rank), one message each.
-    Incast,
-    /// One sender (the group's first rank) to `fan_in` receivers, one message each.
-    Outcast,
-}
-
-impl WorkloadKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkloadKind::Permutation => "permutation",
-            WorkloadKind::AllToAll => "all_to_all",
-            WorkloadKind::ConnectionMatrix => "connection_matrix",
-            WorkloadKind::RingAllreduce => "ring_allreduce",
-            WorkloadKind::RingReduceScatter => "ring_reduce_scatter",
-            WorkloadKind::RingAllgather => "ring_allgather",
-            WorkloadKind::HalvingDoublingAllreduce => "halving_doubling_allreduce",
-            WorkloadKind::Fsdp => "fsdp",
-            WorkloadKind::Incast => "incast",
-            WorkloadKind::Outcast => "outcast",
-        }
-    }
-}
-
-/// `workload.all_to_all_algorithm`
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AllToAllAlgorithm {
-    /// Every pair at once; every rank's messages in destination order (0, 1, 2, ...).
-    Direct,
-    /// Every pair at once; rank r's messages in the order r+1, r+2, ... (mod n), as collective
-    /// libraries schedule them, so the ranks' sends do not all converge on one destination.
-    Shifted,
-    /// n-1 rounds; in round i rank r sends to r+i once its previous round is complete.
-    Pairwise,
-}
-
-/// `[workload]`
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WorkloadConfig {
-    pub kind: WorkloadKind,
-    /// Size of each flow's message (permutation, all_to_all).
-    pub message_bytes: u64,
-    /// Connection-matrix file (htsim's format); relative paths resolve against the scenario
-    /// file's directory.
-    pub path: Option<PathBuf>,
-    /// Collectives and fsdp: ranks per group (default: every GPU of the hosts from first_host
-    /// on, divided among the groups).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub group_size: Option<u32>,
-    /// Collectives and fsdp: independent groups running side by side (1), placed one after
-    /// another in placement order.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub groups: Option<u32>,
-    /// Collectives and fsdp: ranks (GPUs) per host, sharing its one NIC (1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpus_per_host: Option<u32>,
-    /// Collectives and fsdp: `linear`, `random` or `per_tor` (linear).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub placement: Option<workload::collective::Placement>,
-    /// Linear placement: index of the first host used (0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_host: Option<u32>,
-    /// all_to_all: `direct` or `pairwise` (direct).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub all_to_all_algorithm: Option<AllToAllAlgorithm>,
-    /// fsdp: preset `llama3_7b`, `llama3_70b` or `llama3_405b`; the keys below override it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// fsdp: layers per iteration.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layers: Option<u32>,
-    /// fsdp: bytes of one layer's weights (FP8: one per parameter), all-gathered and
-    /// reduce-scattered once per layer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer_bytes: Option<u64>,
-    /// fsdp: compute time per layer in microseconds, between its all-gather and reduce-scatter.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub compute_us_per_layer: Option<f64>,
-    /// Collectives and fsdp: back-to-back repetitions (1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u32>,
-    /// Start time in microseconds (0); the usual way to stagger `[[jobs]]`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub start_us: Option<f64>,
-    /// incast and outcast: peers of the one receiver (sender) (default: every other host).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fan_in: Option<u32>,
-}
-
-impl Default for WorkloadConfig {
-    fn default() -> Self {
-        WorkloadConfig {
-            kind: WorkloadKind::Permutation,
-            message_bytes: 2 * 1024 * 1024,
-            path: None,
-            group_size: None,
-            groups: None,
-            gpus_per_host: None,
-            placement: None,
-            first_host: None,
-            all_to_all_algorithm: None,
-            model: None,
-            layers: None,
-            layer_bytes: None,
-            compute_us_per_layer: None,
-            iterations: None,
-            start_us: None,
-            fan_in: None,
-        }
-    }
-}
-
-impl WorkloadConfig {
-    /// Every optional key, as named in `[workload]`.
-    pub const OPTION_KEYS: &'static [&'static str] = &[
-        "path",
-        "group_size",
-        "groups",
-        "gpus_per_host",
-        "placement",
-        "first_host",
-        "all_to_all_algorithm",
-        "model",
-        "layers",
-        "layer_bytes",
-        "compute_us_per_layer",
-        "iterations",
-        "start_us",
-        "fan_in",
-    ];
-
-    /// The optional keys that are set, in `OPTION_KEYS` order.
-    pub fn given_options(&self) -> Vec<&'static str> {
-        let set = [
-            self.path.is_some(),
-            self.group_size.is_some(),
-            self.groups.is_some(),
-            self.gpus_per_host.is_some(),
-            self.placement.is_some(),
-            self.first_host.is_some(),
-            self.all_to_all_algorithm.is_some(),
-            self.model.is_some(),
-            self.layers.is_some(),
-            self.layer_bytes.is_some(),
-            self.compute_us_per_layer.is_some(),
-            self.iterations.is_some(),
-            self.start_us.is_some(),
-            self.fan_in.is_some(),
-        ];
-        Self::OPTION_KEYS
-            .iter()
-            .zip(set)
-            .filter(|(_, s)| *s)
-            .map(|(k, _)| *k)
-            .collect()
-    }
-}
+pub use crate::workload::config::{AllToAllAlgorithm, TrafficSpec, WorkloadConfig, WorkloadKind};
+use crate::workload::{self, Dependencies, FlowSpec};
 
 /// A scenario file, as written by the user. `Default` is the built-in scenario: the study's
 /// 128-host fat-tree (k=8, 800 Gb/s, 0.5 us links, 800 KB buffers) with a 2 MiB permutation.
@@ -759,10 +46,6 @@ pub struct ScenarioFile {
     pub jobs: Vec<WorkloadConfig>,
 }
 
-fn is_default<T: Default + PartialEq>(t: &T) -> bool {
-    *t == T::default()
-}
-
 impl Default for ScenarioFile {
     fn default() -> Self {
         ScenarioFile {
@@ -777,41 +60,6 @@ impl Default for ScenarioFile {
             failures: Vec::new(),
             jobs: Vec::new(),
         }
-    }
-}
-
-/// Where a scenario came from, for error messages and relative paths.
-#[derive(Clone, Debug)]
-pub struct Origin {
-    pub name: String,
-    pub dir: Option<PathBuf>,
-    /// The `--set` overrides applied on top: an error about a key one of them set names that
-    /// `--set`, not the file.
-    pub sets: Vec<String>,
-}
-
-impl Origin {
-    pub fn builtin() -> Origin {
-        Origin::named("built-in default scenario", None)
-    }
-    pub fn file(path: &Path) -> Origin {
-        Origin::named(
-            &path.display().to_string(),
-            path.parent().map(Path::to_path_buf),
-        )
-    }
-    /// A scenario called `name` whose relative paths resolve against `dir`.
-    pub fn named(name: &str, dir: Option<PathBuf>) -> Origin {
-        Origin {
-            name: name.to_string(),
-            dir,
-            sets: Vec::new(),
-        }
-    }
-    /// The same origin with the `--set` overrides that were applied to it.
-    pub fn with_sets(mut self, sets: &[String]) -> Origin {
-        self.sets = sets.to_vec();
-        self
     }
 }
 
@@ -1094,25 +342,6 @@ impl Scenario {
     }
 }
 
-fn check(ok: bool, origin: &Origin, key: &str, msg: &str) -> Result<(), ConfigError> {
-    if ok {
-        Ok(())
-    } else {
-        Err(ConfigError::Invalid {
-            origin: origin.name.clone(),
-            key: key.into(),
-            msg: msg.into(),
-        })
-    }
-}
-
-/// The slowest link rate, in Gb/s: 1 kb/s (a rate rounds to whole bits per second).
-const MIN_GBPS: f64 = 1e-6;
-
-fn finite_nonneg(x: f64) -> bool {
-    x.is_finite() && x >= 0.0
-}
-
 impl Scenario {
     /// Validates `file` and builds the topology and workload. An error about a key that one of
     /// `origin.sets` set names that `--set`.
@@ -1238,7 +467,7 @@ impl Scenario {
         // Events name ports, hosts, flows and fabric changes by a 29-bit id: refuse what would
         // not fit before allocating it (the counts are upper bounds, exact but for ranks that
         // share a host).
-        if let Some(e) = crate::memory::estimate(&file) {
+        if let Some(e) = file.memory_estimate() {
             let max = MAX_EVENT_ID as u128;
             check(
                 e.ports <= max,
@@ -1332,7 +561,7 @@ impl Scenario {
             deps,
             mut labels,
             ids: flow_ids,
-        } = workload::generate(&file, &topology, origin)?;
+        } = workload::generate(&file.traffic(), &topology, origin)?;
         let sizes = bound::Sizes {
             mss: file.packet.payload_bytes,
             header: file.packet.header_bytes,
@@ -1435,61 +664,6 @@ impl Scenario {
     }
 }
 
-/// The defaults of options left unset in a scenario file, in one place (`lbsim show` prints
-/// them through [`ScenarioFile::effective`]).
-pub mod defaults {
-    /// `transport.rto_us`: the Ultra Ethernet floor.
-    pub const RTO_US: f64 = 100.0;
-    /// `topology.ecn_threshold_bytes` = the buffer / this (20%).
-    pub const ECN_THRESHOLD_DIVISOR: u64 = 5;
-    /// `topology.ecn_pmax` (with `ecn_kmax_bytes`).
-    pub const ECN_PMAX: f64 = 1.0;
-    /// `topology.trim_header_bytes`.
-    pub const TRIM_HEADER_BYTES: u32 = 64;
-    /// `transport.erasure_extra_packets`: the study's k.
-    pub const ERASURE_EXTRA_PACKETS: u32 = 25;
-    /// `transport.reorder_threshold`: SACK's.
-    pub const REORDER_THRESHOLD: u32 = 3;
-}
-
-/// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can
-/// overflow its integer; past them a scenario is refused with an error naming the key (or the
-/// connection matrix's line).
-pub mod limits {
-    /// Data packets in one message (`packet.payload_bytes` each): sequence numbers and
-    /// transmission counters are 32-bit, and retransmissions and repairs need room above the
-    /// message. 4 TiB at the default 4096-byte payload.
-    pub const MESSAGE_PACKETS: u64 = 1 << 30;
-    /// Simulated time in picoseconds (2^62, about 53 days). A start time or trigger delay must
-    /// stay below it, and so must the whole workload counted in series: the latest start, plus
-    /// every trigger delay, plus all the data at the host link rate.
-    pub const TIME_PS: u64 = 1 << 62;
-
-    /// `bytes` as one message of `payload`-byte packets: within [`MESSAGE_PACKETS`], or why not.
-    pub fn check_message(bytes: u64, payload: u32) -> Result<(), String> {
-        let packets = bytes.div_ceil(payload.max(1) as u64);
-        if packets <= MESSAGE_PACKETS {
-            return Ok(());
-        }
-        Err(format!(
-            "{bytes} bytes is {packets} packets of packet.payload_bytes = {payload}; a message \
-             may have at most {MESSAGE_PACKETS} packets ({} bytes at this payload)",
-            MESSAGE_PACKETS * payload as u64
-        ))
-    }
-
-    /// A time in picoseconds within [`TIME_PS`], or why not.
-    pub fn check_time(ps: u64) -> Result<(), String> {
-        if ps < TIME_PS {
-            Ok(())
-        } else {
-            Err(format!(
-                "{ps} ps is past the {TIME_PS} ps (about 53 days) a run may simulate"
-            ))
-        }
-    }
-}
-
 impl ScenarioFile {
     /// The same scenario with every unset option that applies to it given its default value,
     /// so that it can be printed in full (`lbsim show`) and read back to the same run. Options
@@ -1544,6 +718,46 @@ impl ScenarioFile {
             }
         }
         f
+    }
+}
+
+impl ScenarioFile {
+    /// The parts of the file that decide the traffic.
+    pub fn traffic(&self) -> TrafficSpec<'_> {
+        TrafficSpec {
+            topology: &self.topology,
+            packet: &self.packet,
+            workload: &self.workload,
+            jobs: &self.jobs,
+            seed: self.seed,
+        }
+    }
+
+    /// The run's memory, estimated before anything is built (`None` for a connection matrix,
+    /// whose size is known only once read: estimate the built scenario).
+    pub fn memory_estimate(&self) -> Option<MemoryEstimate> {
+        memory::estimate(&self.traffic())
+    }
+}
+
+impl Scenario {
+    /// The run's memory, estimated from the built scenario (flows generated, state not).
+    pub fn memory_estimate(&self) -> MemoryEstimate {
+        let payload = self.file.packet.payload_bytes.max(1) as u128;
+        let data: u128 = self
+            .flows
+            .iter()
+            .map(|f| (f.size_bytes as u128).div_ceil(payload))
+            .sum();
+        let ports = self.topology.links.len() as u128;
+        let switch_ports = self.topology.switch_ports().len() as u128;
+        MemoryEstimate::new(
+            self.flows.len() as u128,
+            ports,
+            switch_ports,
+            &self.file.traffic(),
+            data,
+        )
     }
 }
 

@@ -239,7 +239,7 @@ fn cc_ctx(
     topo: &crate::net::Topology,
     spec: &FlowSpec,
     line_rate: BitsPerSec,
-    pk: &crate::scenario::PacketConfig,
+    pk: &crate::net::config::PacketConfig,
     trimming: bool,
 ) -> CcCtx {
     let path = topo.path(spec.src, spec.dst);
@@ -345,9 +345,9 @@ impl Simulation {
                     spec.size_bytes,
                     pk.payload_bytes,
                     tr.erasure_extra_packets
-                        .unwrap_or(crate::scenario::defaults::ERASURE_EXTRA_PACKETS),
+                        .unwrap_or(crate::config::defaults::ERASURE_EXTRA_PACKETS),
                     tr.reorder_threshold
-                        .unwrap_or(crate::scenario::defaults::REORDER_THRESHOLD),
+                        .unwrap_or(crate::config::defaults::REORDER_THRESHOLD),
                     sc.rto,
                     tr.rto_backoff,
                     credit,
@@ -432,7 +432,7 @@ impl Simulation {
                 .file
                 .topology
                 .trim_header_bytes
-                .unwrap_or(crate::scenario::defaults::TRIM_HEADER_BYTES)
+                .unwrap_or(crate::config::defaults::TRIM_HEADER_BYTES)
                 as u16,
             prio,
             ctrl_cap: sc.file.topology.control_buffer_bytes.unwrap_or(buffer),
@@ -447,7 +447,7 @@ impl Simulation {
             timers: reliable || !sc.failures.is_empty(),
             red: sc.file.topology.ecn_kmax_bytes.map(|k| {
                 let pmax = sc.file.topology.ecn_pmax;
-                (k, pmax.unwrap_or(crate::scenario::defaults::ECN_PMAX))
+                (k, pmax.unwrap_or(crate::config::defaults::ECN_PMAX))
             }),
             red_salt: crate::rng::derive_seed(seed, Stream::Salt, u64::MAX),
             path_base: crate::rng::stream_base(seed, Stream::FlowPath),

@@ -104,10 +104,10 @@ impl SwitchPolicy for SourceRouted {
 mod tests {
     use super::*;
     use crate::ids::{HostId, NodeId, SwitchId};
+    use crate::lb::config::LoadBalancingConfig;
     use crate::lb::SwitchCtx;
     use crate::net::{LinkParams, Route, Topology};
     use crate::rng::{rng_for, Stream};
-    use crate::scenario::LoadBalancingConfig;
     use crate::time::BitsPerSec;
 
     fn params() -> LinkParams {

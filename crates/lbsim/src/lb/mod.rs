@@ -9,6 +9,7 @@
 //! Adding a scheme: one file with its policy (a `HostPolicy` or `SwitchPolicy` implementation and
 //! its config), one variant in the matching state enum below, and one row in [`SCHEMES`].
 
+pub mod config;
 pub mod ecmp;
 pub mod flowlet;
 pub mod host_dr;
@@ -27,8 +28,8 @@ mod testutil;
 use crate::ids::{FlowId, HostId};
 use crate::net::{Port, Shape, Tier, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
-use crate::scenario::LoadBalancingConfig;
 use crate::time::SimTime;
+use config::LoadBalancingConfig;
 use rand::Rng;
 use serde::Serialize;
 

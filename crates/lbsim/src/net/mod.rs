@@ -1,5 +1,6 @@
 //! The network: packets, egress ports with their links, and fabric topologies.
 
+pub mod config;
 pub mod fault;
 pub mod packet;
 pub mod port;

@@ -9,6 +9,7 @@
 //! ACKed; ACKs echo the ECN mark, the entropy and the send time for the adaptive schemes.
 
 pub mod cc;
+pub mod config;
 pub mod reliable;
 
 use serde::{Deserialize, Serialize};

@@ -26,8 +26,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::{Dependencies, FlowSpec, Trigger};
+use crate::config::{limits, ConfigError};
 use crate::ids::HostId;
-use crate::scenario::{limits, ConfigError};
 use crate::time::SimTime;
 
 /// A parsed connection matrix.

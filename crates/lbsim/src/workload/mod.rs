@@ -5,18 +5,18 @@
 //! text format, with triggers).
 
 pub mod collective;
+pub mod config;
 pub mod connection_matrix;
 
 use rand::seq::SliceRandom;
 
+use crate::config::{limits, ConfigError, Origin};
 use crate::ids::HostId;
 use crate::net::Topology;
 use crate::rng::{rng_for, Stream};
-use crate::scenario::{
-    limits, AllToAllAlgorithm, ConfigError, Origin, ScenarioFile, WorkloadConfig, WorkloadKind,
-};
 use crate::time::SimTime;
 use collective::{Algo, Builder, JobSpec, JobWork, Labels, Placement};
+pub use config::{AllToAllAlgorithm, TrafficSpec, WorkloadConfig, WorkloadKind};
 
 /// One message to move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +90,7 @@ pub struct Workload {
 }
 
 pub fn generate(
-    file: &ScenarioFile,
+    file: &TrafficSpec,
     topo: &Topology,
     origin: &Origin,
 ) -> Result<Workload, ConfigError> {
@@ -100,9 +100,9 @@ pub fn generate(
         msg,
     };
     let jobs: Vec<(String, &WorkloadConfig)> = if file.jobs.is_empty() {
-        vec![("workload".to_string(), &file.workload)]
+        vec![("workload".to_string(), file.workload)]
     } else {
-        if file.workload != WorkloadConfig::default() {
+        if *file.workload != WorkloadConfig::default() {
             return Err(err(
                 "workload".into(),
                 "`[[jobs]]` replaces `[workload]`: move these settings into a job".into(),
@@ -188,7 +188,7 @@ pub fn generate(
 fn check_span(
     flows: &[FlowSpec],
     deps: &Dependencies,
-    file: &ScenarioFile,
+    file: &TrafficSpec,
     topo: &Topology,
 ) -> Result<(), String> {
     let p = &file.packet;
@@ -303,7 +303,7 @@ type Resolved = (Vec<u32>, JobWork, u32, u32, SimTime);
 fn resolve(
     w: &WorkloadConfig,
     topo: &Topology,
-    file: &ScenarioFile,
+    file: &TrafficSpec,
     job: u32,
     prefix: &str,
     origin: &Origin,

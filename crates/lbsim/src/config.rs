@@ -1,0 +1,142 @@
+//! What every layer's configuration shares: the error for bad user input and where the input
+//! came from, the validation helpers, and every option's default and cap in one place (`lbsim
+//! show` prints the defaults from here). The lowest layer: it imports nothing of the crate.
+
+use std::path::{Path, PathBuf};
+
+/// An error in user input: a scenario, an override, or a trace file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{origin}: {msg}")]
+    Parse { origin: String, msg: String },
+    #[error("{origin}: key `{key}`: {msg}")]
+    Invalid {
+        origin: String,
+        key: String,
+        msg: String,
+    },
+    #[error("--set {arg}: {msg}")]
+    Set { arg: String, msg: String },
+    #[error("{path}:{line}: {msg}")]
+    Trace {
+        path: String,
+        line: usize,
+        msg: String,
+    },
+    #[error("{path}: {msg}")]
+    Io { path: String, msg: String },
+}
+
+/// Where a scenario came from, for error messages and relative paths.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub name: String,
+    pub dir: Option<PathBuf>,
+    /// The `--set` overrides applied on top: an error about a key one of them set names that
+    /// `--set`, not the file.
+    pub sets: Vec<String>,
+}
+
+impl Origin {
+    pub fn builtin() -> Origin {
+        Origin::named("built-in default scenario", None)
+    }
+    pub fn file(path: &Path) -> Origin {
+        Origin::named(
+            &path.display().to_string(),
+            path.parent().map(Path::to_path_buf),
+        )
+    }
+    /// A scenario called `name` whose relative paths resolve against `dir`.
+    pub fn named(name: &str, dir: Option<PathBuf>) -> Origin {
+        Origin {
+            name: name.to_string(),
+            dir,
+            sets: Vec::new(),
+        }
+    }
+    /// The same origin with the `--set` overrides that were applied to it.
+    pub fn with_sets(mut self, sets: &[String]) -> Origin {
+        self.sets = sets.to_vec();
+        self
+    }
+}
+
+pub fn check(ok: bool, origin: &Origin, key: &str, msg: &str) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid {
+            origin: origin.name.clone(),
+            key: key.into(),
+            msg: msg.into(),
+        })
+    }
+}
+
+/// The slowest link rate, in Gb/s: 1 kb/s (a rate rounds to whole bits per second).
+pub const MIN_GBPS: f64 = 1e-6;
+
+pub fn finite_nonneg(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
+}
+
+/// The defaults of options left unset in a scenario file, in one place (`lbsim show` prints
+/// them through [`ScenarioFile::effective`]).
+pub mod defaults {
+    /// `transport.rto_us`: the Ultra Ethernet floor.
+    pub const RTO_US: f64 = 100.0;
+    /// `topology.ecn_threshold_bytes` = the buffer / this (20%).
+    pub const ECN_THRESHOLD_DIVISOR: u64 = 5;
+    /// `topology.ecn_pmax` (with `ecn_kmax_bytes`).
+    pub const ECN_PMAX: f64 = 1.0;
+    /// `topology.trim_header_bytes`.
+    pub const TRIM_HEADER_BYTES: u32 = 64;
+    /// `transport.erasure_extra_packets`: the study's k.
+    pub const ERASURE_EXTRA_PACKETS: u32 = 25;
+    /// `transport.reorder_threshold`: SACK's.
+    pub const REORDER_THRESHOLD: u32 = 3;
+}
+
+/// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can
+/// overflow its integer; past them a scenario is refused with an error naming the key (or the
+/// connection matrix's line).
+pub mod limits {
+    /// Data packets in one message (`packet.payload_bytes` each): sequence numbers and
+    /// transmission counters are 32-bit, and retransmissions and repairs need room above the
+    /// message. 4 TiB at the default 4096-byte payload.
+    pub const MESSAGE_PACKETS: u64 = 1 << 30;
+    /// Simulated time in picoseconds (2^62, about 53 days). A start time or trigger delay must
+    /// stay below it, and so must the whole workload counted in series: the latest start, plus
+    /// every trigger delay, plus all the data at the host link rate.
+    pub const TIME_PS: u64 = 1 << 62;
+
+    /// `bytes` as one message of `payload`-byte packets: within [`MESSAGE_PACKETS`], or why not.
+    pub fn check_message(bytes: u64, payload: u32) -> Result<(), String> {
+        let packets = bytes.div_ceil(payload.max(1) as u64);
+        if packets <= MESSAGE_PACKETS {
+            return Ok(());
+        }
+        Err(format!(
+            "{bytes} bytes is {packets} packets of packet.payload_bytes = {payload}; a message \
+             may have at most {MESSAGE_PACKETS} packets ({} bytes at this payload)",
+            MESSAGE_PACKETS * payload as u64
+        ))
+    }
+
+    /// A time in picoseconds within [`TIME_PS`], or why not.
+    pub fn check_time(ps: u64) -> Result<(), String> {
+        if ps < TIME_PS {
+            Ok(())
+        } else {
+            Err(format!(
+                "{ps} ps is past the {TIME_PS} ps (about 53 days) a run may simulate"
+            ))
+        }
+    }
+}
+
+/// Whether a section equals its default (so that `show` and the writers can leave it out).
+pub fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
+}

@@ -1,0 +1,190 @@
+//! `[workload]` and `[[jobs]]`: what traffic to generate, as the scenario file gives it.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::net::config::{PacketConfig, TopologyConfig};
+use crate::workload;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    Permutation,
+    AllToAll,
+    ConnectionMatrix,
+    RingAllreduce,
+    RingReduceScatter,
+    RingAllgather,
+    HalvingDoublingAllreduce,
+    /// FSDP training: per layer an all-gather, compute, then a reduce-scatter.
+    Fsdp,
+    /// `fan_in` senders to one receiver (the group's first rank), one message each.
+    Incast,
+    /// One sender (the group's first rank) to `fan_in` receivers, one message each.
+    Outcast,
+}
+
+impl WorkloadKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Permutation => "permutation",
+            WorkloadKind::AllToAll => "all_to_all",
+            WorkloadKind::ConnectionMatrix => "connection_matrix",
+            WorkloadKind::RingAllreduce => "ring_allreduce",
+            WorkloadKind::RingReduceScatter => "ring_reduce_scatter",
+            WorkloadKind::RingAllgather => "ring_allgather",
+            WorkloadKind::HalvingDoublingAllreduce => "halving_doubling_allreduce",
+            WorkloadKind::Fsdp => "fsdp",
+            WorkloadKind::Incast => "incast",
+            WorkloadKind::Outcast => "outcast",
+        }
+    }
+}
+
+/// `workload.all_to_all_algorithm`
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllToAllAlgorithm {
+    /// Every pair at once; every rank's messages in destination order (0, 1, 2, ...).
+    Direct,
+    /// Every pair at once; rank r's messages in the order r+1, r+2, ... (mod n), as collective
+    /// libraries schedule them, so the ranks' sends do not all converge on one destination.
+    Shifted,
+    /// n-1 rounds; in round i rank r sends to r+i once its previous round is complete.
+    Pairwise,
+}
+
+/// `[workload]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkloadConfig {
+    pub kind: WorkloadKind,
+    /// Size of each flow's message (permutation, all_to_all).
+    pub message_bytes: u64,
+    /// Connection-matrix file (htsim's format); relative paths resolve against the scenario
+    /// file's directory.
+    pub path: Option<PathBuf>,
+    /// Collectives and fsdp: ranks per group (default: every GPU of the hosts from first_host
+    /// on, divided among the groups).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<u32>,
+    /// Collectives and fsdp: independent groups running side by side (1), placed one after
+    /// another in placement order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<u32>,
+    /// Collectives and fsdp: ranks (GPUs) per host, sharing its one NIC (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_per_host: Option<u32>,
+    /// Collectives and fsdp: `linear`, `random` or `per_tor` (linear).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<workload::collective::Placement>,
+    /// Linear placement: index of the first host used (0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_host: Option<u32>,
+    /// all_to_all: `direct` or `pairwise` (direct).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_to_all_algorithm: Option<AllToAllAlgorithm>,
+    /// fsdp: preset `llama3_7b`, `llama3_70b` or `llama3_405b`; the keys below override it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// fsdp: layers per iteration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layers: Option<u32>,
+    /// fsdp: bytes of one layer's weights (FP8: one per parameter), all-gathered and
+    /// reduce-scattered once per layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer_bytes: Option<u64>,
+    /// fsdp: compute time per layer in microseconds, between its all-gather and reduce-scatter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_us_per_layer: Option<f64>,
+    /// Collectives and fsdp: back-to-back repetitions (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// Start time in microseconds (0); the usual way to stagger `[[jobs]]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_us: Option<f64>,
+    /// incast and outcast: peers of the one receiver (sender) (default: every other host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fan_in: Option<u32>,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        WorkloadConfig {
+            kind: WorkloadKind::Permutation,
+            message_bytes: 2 * 1024 * 1024,
+            path: None,
+            group_size: None,
+            groups: None,
+            gpus_per_host: None,
+            placement: None,
+            first_host: None,
+            all_to_all_algorithm: None,
+            model: None,
+            layers: None,
+            layer_bytes: None,
+            compute_us_per_layer: None,
+            iterations: None,
+            start_us: None,
+            fan_in: None,
+        }
+    }
+}
+
+impl WorkloadConfig {
+    /// Every optional key, as named in `[workload]`.
+    pub const OPTION_KEYS: &'static [&'static str] = &[
+        "path",
+        "group_size",
+        "groups",
+        "gpus_per_host",
+        "placement",
+        "first_host",
+        "all_to_all_algorithm",
+        "model",
+        "layers",
+        "layer_bytes",
+        "compute_us_per_layer",
+        "iterations",
+        "start_us",
+        "fan_in",
+    ];
+
+    /// The optional keys that are set, in `OPTION_KEYS` order.
+    pub fn given_options(&self) -> Vec<&'static str> {
+        let set = [
+            self.path.is_some(),
+            self.group_size.is_some(),
+            self.groups.is_some(),
+            self.gpus_per_host.is_some(),
+            self.placement.is_some(),
+            self.first_host.is_some(),
+            self.all_to_all_algorithm.is_some(),
+            self.model.is_some(),
+            self.layers.is_some(),
+            self.layer_bytes.is_some(),
+            self.compute_us_per_layer.is_some(),
+            self.iterations.is_some(),
+            self.start_us.is_some(),
+            self.fan_in.is_some(),
+        ];
+        Self::OPTION_KEYS
+            .iter()
+            .zip(set)
+            .filter(|(_, s)| *s)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+}
+
+/// The parts of a scenario that decide its traffic: what the workload generator and the memory
+/// estimate read (the scenario file lends them, see `ScenarioFile::traffic`).
+#[derive(Clone, Copy, Debug)]
+pub struct TrafficSpec<'a> {
+    pub topology: &'a TopologyConfig,
+    pub packet: &'a PacketConfig,
+    pub workload: &'a WorkloadConfig,
+    pub jobs: &'a [WorkloadConfig],
+    pub seed: u64,
+}
