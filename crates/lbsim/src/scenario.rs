@@ -332,6 +332,83 @@ pub struct Scenario {
     pub convergence: Option<SimTime>,
     /// A flow that hears no ACK for this long tells its host policy (`on_timeout`).
     pub rto: SimTime,
+    /// Everything else the simulation reads, resolved once with every default applied: the
+    /// simulation never reads `file`.
+    pub settings: Settings,
+}
+
+/// The scenario's settings as the simulation reads them: typed, validated, defaulted.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub seed: u64,
+    pub packet: PacketConfig,
+    /// Drop-tail buffer of every switch egress port.
+    pub buffer_bytes: u64,
+    /// Priority ports: bytes of control packets a switch port holds (`control_buffer_bytes`,
+    /// default the buffer).
+    pub control_buffer_bytes: u64,
+    /// What is left of a trimmed packet.
+    pub trim_header_bytes: u32,
+    /// RED marking: Kmax and the probability there (None: step marking at the threshold).
+    pub red: Option<(u64, f64)>,
+    pub rate_coef: f64,
+    pub failure_aware_rate: bool,
+    pub loss_recovery: LossRecoveryKind,
+    pub cc: CcKind,
+    pub ccs: CcConfigs,
+    pub eqds: EqdsConfig,
+    /// DCQCN: a receiver's least gap between congestion notifications of a flow.
+    pub cnp_interval: SimTime,
+    pub erasure_extra_packets: u32,
+    pub reorder_threshold: u32,
+    pub rto_backoff: bool,
+    pub load_balancing: LoadBalancingConfig,
+    /// summary.json's `workload` and `topology` labels.
+    pub workload_label: &'static str,
+    pub topology_label: String,
+}
+
+impl Settings {
+    fn resolve(file: &ScenarioFile, topology: &Topology) -> Settings {
+        let t = &file.topology;
+        let tr = &file.transport;
+        let topology_label = match topology.shape {
+            crate::net::Shape::FatTree { k } => format!("fat_tree k={k} {}G", t.link_gbps),
+            crate::net::Shape::LeafSpine {
+                hosts_per_leaf,
+                leaves,
+                spines,
+            } => format!(
+                "leaf_spine {leaves}x{hosts_per_leaf} hosts, {spines} spines {}G",
+                t.link_gbps
+            ),
+        };
+        Settings {
+            seed: file.seed,
+            packet: file.packet.clone(),
+            buffer_bytes: t.buffer_bytes,
+            control_buffer_bytes: t.control_buffer_bytes.unwrap_or(t.buffer_bytes),
+            trim_header_bytes: t.trim_header_bytes.unwrap_or(defaults::TRIM_HEADER_BYTES),
+            red: t
+                .ecn_kmax_bytes
+                .map(|k| (k, t.ecn_pmax.unwrap_or(defaults::ECN_PMAX))),
+            rate_coef: tr.rate_coef,
+            failure_aware_rate: tr.failure_aware_rate,
+            loss_recovery: tr.loss_recovery,
+            cc: tr.cc,
+            ccs: tr.cc_configs(),
+            eqds: tr.eqds.clone(),
+            cnp_interval: SimTime::from_us_f64(tr.dcqcn.cnp_interval_us),
+            erasure_extra_packets: tr
+                .erasure_extra_packets
+                .unwrap_or(defaults::ERASURE_EXTRA_PACKETS),
+            reorder_threshold: tr.reorder_threshold.unwrap_or(defaults::REORDER_THRESHOLD),
+            rto_backoff: tr.rto_backoff,
+            load_balancing: file.load_balancing.clone(),
+            workload_label: file.workload.kind.name(),
+            topology_label,
+        }
+    }
 }
 
 impl Scenario {
@@ -413,9 +490,7 @@ impl Scenario {
                 &format!("must be positive and smaller than a full packet ({mtu} bytes)"),
             )?;
         }
-        let kmin = t
-            .ecn_threshold_bytes
-            .unwrap_or(t.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR);
+        let kmin = t.ecn_threshold();
         if let Some(kmax) = t.ecn_kmax_bytes {
             check(
                 kmax > kmin,
@@ -553,9 +628,7 @@ impl Scenario {
             "topology",
             "needs at least two hosts",
         )?;
-        let ecn = t
-            .ecn_threshold_bytes
-            .unwrap_or(t.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR);
+        let ecn = t.ecn_threshold();
         let workload::Workload {
             flows,
             deps,
@@ -647,7 +720,9 @@ impl Scenario {
             }
             (e, _) => e,
         };
+        let settings = Settings::resolve(&file, &topology);
         Ok(Scenario {
+            settings,
             scheme,
             topology,
             flows,
@@ -675,8 +750,7 @@ impl ScenarioFile {
         let mut f = self.clone();
         let lr = f.transport.loss_recovery;
         let t = &mut f.topology;
-        t.ecn_threshold_bytes
-            .get_or_insert(t.buffer_bytes / ECN_THRESHOLD_DIVISOR);
+        t.ecn_threshold_bytes = Some(t.ecn_threshold());
         if t.ecn_kmax_bytes.is_some() {
             t.ecn_pmax.get_or_insert(ECN_PMAX);
         }

@@ -262,11 +262,12 @@ fn cc_ctx(
 
 impl Simulation {
     pub fn new(sc: Scenario) -> Simulation {
-        let seed = sc.file.seed;
+        let st = &sc.settings;
+        let seed = st.seed;
         let topo = &sc.topology;
-        let buffer = sc.file.topology.buffer_bytes;
-        let trim = sc.file.transport.loss_recovery == LossRecoveryKind::Trim;
-        let prio = trim || sc.file.transport.cc == CcKind::Eqds;
+        let buffer = st.buffer_bytes;
+        let trim = st.loss_recovery == LossRecoveryKind::Trim;
+        let prio = trim || st.cc == CcKind::Eqds;
         let ports = topo
             .links
             .iter()
@@ -291,7 +292,7 @@ impl Simulation {
                 pull_pending: false,
             })
             .collect();
-        let lb_cfg = &sc.file.load_balancing;
+        let lb_cfg = &st.load_balancing;
         let switches = topo
             .switches
             .iter()
@@ -309,14 +310,12 @@ impl Simulation {
                 }
             })
             .collect();
-        let pace_rate =
-            BitsPerSec(((topo.host_rate.0 as f64) * sc.file.transport.rate_coef).round() as u64);
+        let pace_rate = BitsPerSec(((topo.host_rate.0 as f64) * st.rate_coef).round() as u64);
         let pace_rate = BitsPerSec(pace_rate.0.max(1));
-        let tr = &sc.file.transport;
-        let pk = &sc.file.packet;
-        let lr = tr.loss_recovery;
-        let cc_kind = tr.cc;
-        let ccs = tr.cc_configs();
+        let pk = &st.packet;
+        let lr = st.loss_recovery;
+        let cc_kind = st.cc;
+        let ccs = &st.ccs;
         let reliable = lr != LossRecoveryKind::IdealErasure || cc_kind != CcKind::Constant;
         let host_lbs = HostLbs::new(
             sc.scheme.host,
@@ -334,9 +333,9 @@ impl Simulation {
                     return Flow::new(*spec, Cc::Constant);
                 }
                 let cctx = cc_ctx(topo, spec, pace_rate, pk, lr == LossRecoveryKind::Trim);
-                let mut flow = Flow::new(*spec, Cc::new(cc_kind, &ccs, &cctx));
+                let mut flow = Flow::new(*spec, Cc::new(cc_kind, ccs, &cctx));
                 let credit = (cc_kind == CcKind::Eqds).then(|| {
-                    ((tr.eqds.unsolicited_bdp * cctx.bdp as f64 / pk.payload_bytes as f64).ceil()
+                    ((st.eqds.unsolicited_bdp * cctx.bdp as f64 / pk.payload_bytes as f64).ceil()
                         as u32)
                         .max(1)
                 });
@@ -344,12 +343,10 @@ impl Simulation {
                     lr,
                     spec.size_bytes,
                     pk.payload_bytes,
-                    tr.erasure_extra_packets
-                        .unwrap_or(crate::config::defaults::ERASURE_EXTRA_PACKETS),
-                    tr.reorder_threshold
-                        .unwrap_or(crate::config::defaults::REORDER_THRESHOLD),
+                    st.erasure_extra_packets,
+                    st.reorder_threshold,
                     sc.rto,
-                    tr.rto_backoff,
+                    st.rto_backoff,
                     credit,
                 )));
                 flow.rx = Receiver::new(lr, spec.size_bytes, pk.payload_bytes).map(Box::new);
@@ -359,7 +356,7 @@ impl Simulation {
         // Calendar buckets a quarter of the fastest link's ACK time: a few events each.
         let fastest = topo.links.iter().map(|l| l.rate.0).max().unwrap_or(1);
         let width = BitsPerSec(fastest)
-            .serialization(sc.file.packet.ack_bytes as u64)
+            .serialization(st.packet.ack_bytes as u64)
             .ps()
             / 4;
         let mut events = EventQueue::with_bucket_ps(width);
@@ -390,9 +387,9 @@ impl Simulation {
             crate::net::Shape::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
         };
         Simulation {
-            mss: sc.file.packet.payload_bytes,
-            header: sc.file.packet.header_bytes,
-            ack_bytes: sc.file.packet.ack_bytes,
+            mss: st.packet.payload_bytes,
+            header: st.packet.header_bytes,
+            ack_bytes: st.packet.ack_bytes,
             now: SimTime::ZERO,
             events,
             event_count: 0,
@@ -428,27 +425,19 @@ impl Simulation {
             lr,
             cc: cc_kind,
             trim,
-            trim_header: sc
-                .file
-                .topology
-                .trim_header_bytes
-                .unwrap_or(crate::config::defaults::TRIM_HEADER_BYTES)
-                as u16,
+            trim_header: st.trim_header_bytes as u16,
             prio,
-            ctrl_cap: sc.file.topology.control_buffer_bytes.unwrap_or(buffer),
+            ctrl_cap: st.control_buffer_bytes,
             trim_coin: false,
             pull_gap: BitsPerSec(
-                ((topo.host_rate.0 as f64) * tr.eqds.pull_rate)
+                ((topo.host_rate.0 as f64) * st.eqds.pull_rate)
                     .round()
                     .max(1.0) as u64,
             )
             .serialization((pk.payload_bytes + pk.header_bytes) as u64),
-            cnp_interval: SimTime::from_us_f64(tr.dcqcn.cnp_interval_us),
+            cnp_interval: st.cnp_interval,
             timers: reliable || !sc.failures.is_empty(),
-            red: sc.file.topology.ecn_kmax_bytes.map(|k| {
-                let pmax = sc.file.topology.ecn_pmax;
-                (k, pmax.unwrap_or(crate::config::defaults::ECN_PMAX))
-            }),
+            red: st.red,
             red_salt: crate::rng::derive_seed(seed, Stream::Salt, u64::MAX),
             path_base: crate::rng::stream_base(seed, Stream::FlowPath),
             sc,
@@ -457,7 +446,7 @@ impl Simulation {
 
     /// Recomputes the failure-aware per-flow rates from the links' actual capacities.
     fn update_flow_rates(&mut self) {
-        if !self.sc.file.transport.failure_aware_rate {
+        if !self.sc.settings.failure_aware_rate {
             return;
         }
         let shares = failure::flow_shares(&self.sc.topology, &self.sc.flows, &self.actual_cap);
@@ -670,7 +659,7 @@ impl Simulation {
                             ge,
                             bad: false,
                             rng: Box::new(rng_for(
-                                self.sc.file.seed,
+                                self.sc.settings.seed,
                                 Stream::Failure,
                                 (1 << 32) + 2 * i as u64 + n as u64,
                             )),
@@ -1341,8 +1330,8 @@ impl Simulation {
         };
         Summary {
             scheme: sc.scheme.name.to_string(),
-            workload: sc.file.workload.kind.name().to_string(),
-            topology: topology_label(sc),
+            workload: sc.settings.workload_label.to_string(),
+            topology: sc.settings.topology_label.clone(),
             hosts: sc.topology.hosts,
             flows: self.flows.len() as u64,
             flows_completed: self.completed,
@@ -1372,23 +1361,8 @@ impl Simulation {
             discarded_packets: self.counters.discarded,
             wall_seconds: 0.0,
             events_per_second: 0.0,
-            seed: sc.file.seed,
+            seed: sc.settings.seed,
         }
-    }
-}
-
-fn topology_label(sc: &Scenario) -> String {
-    let t = &sc.file.topology;
-    match sc.topology.shape {
-        crate::net::Shape::FatTree { k } => format!("fat_tree k={k} {}G", t.link_gbps),
-        crate::net::Shape::LeafSpine {
-            hosts_per_leaf,
-            leaves,
-            spines,
-        } => format!(
-            "leaf_spine {leaves}x{hosts_per_leaf} hosts, {spines} spines {}G",
-            t.link_gbps
-        ),
     }
 }
 

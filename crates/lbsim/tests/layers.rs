@@ -110,3 +110,21 @@ fn modules_only_use_lower_layers() {
         "modules using their own layer or a higher one: {bad:?}"
     );
 }
+
+#[test]
+fn the_simulation_never_reads_the_raw_scenario_file() {
+    // The scenario is resolved once (Scenario::settings, every default applied); a `.file`
+    // read in the simulation would be a second place that applies defaults.
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sim.rs")).unwrap();
+    let reads: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let code = l.split("//").next().unwrap_or("");
+            code.contains(".file.") || code.contains(".file,") || code.contains("&sc.file")
+        })
+        .map(|(i, l)| (i + 1, l.trim()))
+        .collect();
+    assert!(reads.is_empty(), "sim.rs reads the raw file: {reads:?}");
+}

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::defaults;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TopologyKind {
@@ -90,5 +92,14 @@ impl Default for PacketConfig {
             header_bytes: 62,
             ack_bytes: 64,
         }
+    }
+}
+
+impl TopologyConfig {
+    /// The ECN marking threshold Kmin: `ecn_threshold_bytes`, or its default share of the
+    /// buffer.
+    pub fn ecn_threshold(&self) -> u64 {
+        self.ecn_threshold_bytes
+            .unwrap_or(self.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR)
     }
 }

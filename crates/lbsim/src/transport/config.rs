@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{defaults, is_default, limits, ConfigError, Origin};
+use crate::config::{is_default, limits, ConfigError, Origin};
 use crate::net::config::TopologyConfig;
 
 use super::cc::{CcConfigs, CcKind};
@@ -208,9 +208,7 @@ impl TransportConfig {
                 ),
             ));
         }
-        let ecn = topo
-            .ecn_threshold_bytes
-            .unwrap_or(topo.buffer_bytes / defaults::ECN_THRESHOLD_DIVISOR);
+        let ecn = topo.ecn_threshold();
         if matches!(cc, CcKind::Dctcp | CcKind::Dcqcn) && ecn >= topo.buffer_bytes {
             return Err(ConfigError::Invalid {
                 origin: o.name.clone(),
