@@ -330,7 +330,7 @@ impl Simulation {
             .iter()
             .map(|spec| {
                 if !reliable {
-                    return Flow::new(*spec, Cc::Constant);
+                    return Flow::new(*spec, Cc::CONSTANT);
                 }
                 let cctx = cc_ctx(topo, spec, pace_rate, pk, lr == LossRecoveryKind::Trim);
                 let mut flow = Flow::new(*spec, Cc::new(cc_kind, ccs, &cctx));

@@ -62,7 +62,7 @@ impl LossRecoveryKind {
 /// flow access is a cache miss, and a miss per line touched). The host policy's per-flow state
 /// lives apart (`crate::lb::HostLbs`), and congestion control is only read when loss recovery is
 /// (the idealized stack needs neither).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Flow {
     // Line 1: the receiver.
@@ -189,7 +189,7 @@ mod tests {
             size_bytes: 10_000,
             start: SimTime::ZERO,
         };
-        let mut f = Flow::new(spec, Cc::Constant);
+        let mut f = Flow::new(spec, Cc::CONSTANT);
         let mut sizes = vec![];
         for _ in 0..4 {
             let p = f.next_payload(4096);

@@ -232,6 +232,21 @@ impl Dcqcn {
     }
 }
 
+impl super::CongestionControl for Dcqcn {
+    fn rate(&mut self, now: SimTime) -> Option<BitsPerSec> {
+        Some(Dcqcn::rate(self, now))
+    }
+    fn on_send(&mut self, now: SimTime, bytes: u64) {
+        Dcqcn::on_send(self, now, bytes)
+    }
+    fn on_ack(&mut self, s: &AckSample) {
+        Dcqcn::on_ack(self, s)
+    }
+    fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
+        Dcqcn::on_loss(self, now, bytes, kind)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

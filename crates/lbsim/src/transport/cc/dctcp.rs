@@ -172,6 +172,21 @@ impl Dctcp {
     }
 }
 
+impl super::CongestionControl for Dctcp {
+    fn window(&self) -> Option<u64> {
+        Some(Dctcp::window(self))
+    }
+    fn on_send(&mut self, now: SimTime, bytes: u64) {
+        Dctcp::on_send(self, now, bytes)
+    }
+    fn on_ack(&mut self, s: &AckSample) {
+        Dctcp::on_ack(self, s)
+    }
+    fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
+        Dctcp::on_loss(self, now, bytes, kind)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
-//! Congestion control: one policy per flow, dispatched by `match` (no boxing), independent of the
-//! load balancer and of loss recovery. The simulator tells a policy about every send, every ACK
+//! Congestion control: one policy per flow behind the [`CongestionControl`] trait (one file
+//! each, one line each in [`REGISTRY`]), independent of the load balancer and of loss recovery. The simulator tells a policy about every send, every ACK
 //! and every loss its loss recovery declares; the policy answers with a window (bytes in flight
 //! allowed) and/or a pacing rate.
 //!
@@ -50,15 +50,7 @@ impl CcKind {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            CcKind::Constant => "constant",
-            CcKind::Dctcp => "dctcp",
-            CcKind::Dcqcn => "dcqcn",
-            CcKind::Swift => "swift",
-            CcKind::Mswift => "mswift",
-            CcKind::Nscc => "nscc",
-            CcKind::Eqds => "eqds",
-        }
+        info(self).name
     }
 }
 
@@ -121,84 +113,122 @@ pub struct CcConfigs {
     pub nscc: NsccConfig,
 }
 
-/// A flow's congestion controller.
-#[derive(Clone, Debug)]
-pub enum Cc {
-    /// No state: the host's round-robin and pacer set the rate.
-    Constant,
-    Dctcp(Box<Dctcp>),
-    Dcqcn(Box<Dcqcn>),
-    Swift(Box<Swift>),
-    Nscc(Box<Nscc>),
-    /// Credit is kept by the simulator.
-    Eqds,
+/// A sender-side congestion control: told of every send, ACK and declared loss; answers with
+/// a window (bytes in flight allowed) and/or its own pacing rate. Each one lives in its own
+/// file and is named once in [`REGISTRY`].
+pub trait CongestionControl: std::fmt::Debug {
+    /// Bytes the flow may have in flight, if window-limited.
+    fn window(&self) -> Option<u64> {
+        None
+    }
+    /// The flow's own pacing rate at `now`, if it has one (else the host's line rate applies).
+    fn rate(&mut self, _now: SimTime) -> Option<BitsPerSec> {
+        None
+    }
+    fn on_send(&mut self, _now: SimTime, _bytes: u64) {}
+    fn on_ack(&mut self, _s: &AckSample) {}
+    /// Loss recovery declared `bytes` of payload lost.
+    fn on_loss(&mut self, _now: SimTime, _bytes: u64, _kind: LossKind) {}
 }
 
+/// One congestion control: its `transport.cc` name and how a flow's state is built (None: no
+/// sender state; `constant` paces at the host's share of the line, `eqds` waits for credit the
+/// simulator keeps).
+pub struct CcInfo {
+    pub kind: CcKind,
+    pub name: &'static str,
+    pub build: Option<BuildCc>,
+}
+
+/// Builds one flow's state from the `[transport.<cc>]` tables and the flow's path.
+pub type BuildCc = fn(&CcConfigs, &CcCtx) -> Box<dyn CongestionControl>;
+
+/// Every congestion control, one line each.
+pub const REGISTRY: &[CcInfo] = &[
+    CcInfo {
+        kind: CcKind::Constant,
+        name: "constant",
+        build: None,
+    },
+    CcInfo {
+        kind: CcKind::Dctcp,
+        name: "dctcp",
+        build: Some(|c, x| Box::new(Dctcp::new(&c.dctcp, x))),
+    },
+    CcInfo {
+        kind: CcKind::Dcqcn,
+        name: "dcqcn",
+        build: Some(|c, x| Box::new(Dcqcn::new(&c.dcqcn, x))),
+    },
+    CcInfo {
+        kind: CcKind::Swift,
+        name: "swift",
+        build: Some(|c, x| Box::new(Swift::new(&c.swift, None, x))),
+    },
+    CcInfo {
+        kind: CcKind::Mswift,
+        name: "mswift",
+        build: Some(|c, x| Box::new(Swift::new(&c.swift, Some(&c.mswift), x))),
+    },
+    CcInfo {
+        kind: CcKind::Nscc,
+        name: "nscc",
+        build: Some(|c, x| Box::new(Nscc::new(&c.nscc, x))),
+    },
+    CcInfo {
+        kind: CcKind::Eqds,
+        name: "eqds",
+        build: None,
+    },
+];
+
+fn info(kind: CcKind) -> &'static CcInfo {
+    REGISTRY
+        .iter()
+        .find(|i| i.kind == kind)
+        .expect("every CcKind has a registry line")
+}
+
+/// A flow's congestion controller; `None` for the CCs without sender state.
+#[derive(Debug)]
+pub struct Cc(Option<Box<dyn CongestionControl>>);
+
 impl Cc {
+    /// No sender state (the idealized transport).
+    pub const CONSTANT: Cc = Cc(None);
+
     pub fn new(kind: CcKind, cfg: &CcConfigs, ctx: &CcCtx) -> Cc {
-        match kind {
-            CcKind::Constant => Cc::Constant,
-            CcKind::Dctcp => Cc::Dctcp(Box::new(Dctcp::new(&cfg.dctcp, ctx))),
-            CcKind::Dcqcn => Cc::Dcqcn(Box::new(Dcqcn::new(&cfg.dcqcn, ctx))),
-            CcKind::Swift => Cc::Swift(Box::new(Swift::new(&cfg.swift, None, ctx))),
-            CcKind::Mswift => Cc::Swift(Box::new(Swift::new(&cfg.swift, Some(&cfg.mswift), ctx))),
-            CcKind::Nscc => Cc::Nscc(Box::new(Nscc::new(&cfg.nscc, ctx))),
-            CcKind::Eqds => Cc::Eqds,
-        }
+        Cc(info(kind).build.map(|b| b(cfg, ctx)))
     }
 
-    /// Bytes the flow may have in flight, if window-limited.
     #[inline]
     pub fn window(&self) -> Option<u64> {
-        match self {
-            Cc::Dctcp(c) => Some(c.window()),
-            Cc::Swift(c) => Some(c.window()),
-            Cc::Nscc(c) => Some(c.window()),
-            Cc::Constant | Cc::Dcqcn(_) | Cc::Eqds => None,
-        }
+        self.0.as_ref().and_then(|c| c.window())
     }
 
-    /// The flow's own pacing rate at `now`, if it has one (else the host's line rate applies).
     #[inline]
     pub fn rate(&mut self, now: SimTime) -> Option<BitsPerSec> {
-        match self {
-            Cc::Dcqcn(c) => Some(c.rate(now)),
-            Cc::Swift(c) => c.pacing_rate(),
-            Cc::Constant | Cc::Dctcp(_) | Cc::Nscc(_) | Cc::Eqds => None,
-        }
+        self.0.as_mut().and_then(|c| c.rate(now))
     }
 
     #[inline]
     pub fn on_send(&mut self, now: SimTime, bytes: u64) {
-        match self {
-            Cc::Dctcp(c) => c.on_send(now, bytes),
-            Cc::Dcqcn(c) => c.on_send(now, bytes),
-            Cc::Swift(c) => c.on_send(now, bytes),
-            Cc::Nscc(c) => c.on_send(now, bytes),
-            Cc::Constant | Cc::Eqds => {}
+        if let Some(c) = &mut self.0 {
+            c.on_send(now, bytes);
         }
     }
 
     #[inline]
     pub fn on_ack(&mut self, s: &AckSample) {
-        match self {
-            Cc::Dctcp(c) => c.on_ack(s),
-            Cc::Dcqcn(c) => c.on_ack(s),
-            Cc::Swift(c) => c.on_ack(s),
-            Cc::Nscc(c) => c.on_ack(s),
-            Cc::Constant | Cc::Eqds => {}
+        if let Some(c) = &mut self.0 {
+            c.on_ack(s);
         }
     }
 
-    /// Loss recovery declared `bytes` of payload lost.
     #[inline]
     pub fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
-        match self {
-            Cc::Dctcp(c) => c.on_loss(now, bytes, kind),
-            Cc::Dcqcn(c) => c.on_loss(now, bytes, kind),
-            Cc::Swift(c) => c.on_loss(now, bytes, kind),
-            Cc::Nscc(c) => c.on_loss(now, bytes, kind),
-            Cc::Constant | Cc::Eqds => {}
+        if let Some(c) = &mut self.0 {
+            c.on_loss(now, bytes, kind);
         }
     }
 }
@@ -268,6 +298,16 @@ mod tests {
             let err = toml::from_str::<CcConfigs>(text).unwrap_err().to_string();
             assert!(err.contains("unknown field"), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn every_cc_has_one_registry_line_and_its_serde_name() {
+        for k in CcKind::ALL {
+            assert_eq!(REGISTRY.iter().filter(|i| i.kind == k).count(), 1, "{k:?}");
+            let text = toml::to_string(&std::collections::BTreeMap::from([("cc", k)])).unwrap();
+            assert_eq!(text.trim(), format!("cc = \"{}\"", k.name()));
+        }
+        assert_eq!(REGISTRY.len(), CcKind::ALL.len());
     }
 
     #[test]

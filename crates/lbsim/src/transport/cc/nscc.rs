@@ -362,6 +362,21 @@ fn since(now: SimTime, then: SimTime) -> SimTime {
     SimTime(now.ps().saturating_sub(then.ps()))
 }
 
+impl super::CongestionControl for Nscc {
+    fn window(&self) -> Option<u64> {
+        Some(Nscc::window(self))
+    }
+    fn on_send(&mut self, now: SimTime, bytes: u64) {
+        Nscc::on_send(self, now, bytes)
+    }
+    fn on_ack(&mut self, s: &AckSample) {
+        Nscc::on_ack(self, s)
+    }
+    fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
+        Nscc::on_loss(self, now, bytes, kind)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -328,6 +328,24 @@ impl Swift {
     }
 }
 
+impl super::CongestionControl for Swift {
+    fn window(&self) -> Option<u64> {
+        Some(Swift::window(self))
+    }
+    fn rate(&mut self, _now: SimTime) -> Option<BitsPerSec> {
+        self.pacing_rate()
+    }
+    fn on_send(&mut self, now: SimTime, bytes: u64) {
+        Swift::on_send(self, now, bytes)
+    }
+    fn on_ack(&mut self, s: &AckSample) {
+        Swift::on_ack(self, s)
+    }
+    fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
+        Swift::on_loss(self, now, bytes, kind)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
