@@ -115,16 +115,28 @@ fn modules_only_use_lower_layers() {
 fn the_simulation_never_reads_the_raw_scenario_file() {
     // The scenario is resolved once (Scenario::settings, every default applied); a `.file`
     // read in the simulation would be a second place that applies defaults.
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sim.rs")).unwrap();
-    let reads: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/sim");
+    let mut reads = Vec::new();
+    let mut files = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        files += 1;
+        let text = std::fs::read_to_string(&p).unwrap();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        for (i, l) in text.lines().enumerate() {
             let code = l.split("//").next().unwrap_or("");
-            code.contains(".file.") || code.contains(".file,") || code.contains("&sc.file")
-        })
-        .map(|(i, l)| (i + 1, l.trim()))
-        .collect();
-    assert!(reads.is_empty(), "sim.rs reads the raw file: {reads:?}");
+            if code.contains(".file.") || code.contains(".file,") || code.contains("&sc.file") {
+                reads.push(format!("{name}:{}: {}", i + 1, l.trim()));
+            }
+        }
+    }
+    assert!(
+        files >= 4,
+        "the simulation's files were not found in {}",
+        dir.display()
+    );
+    assert!(
+        reads.is_empty(),
+        "the simulation reads the raw file: {reads:?}"
+    );
 }

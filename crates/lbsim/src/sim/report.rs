@@ -1,0 +1,198 @@
+//! What a run reports: accessors for tests and front ends, flows.csv records and summary.json.
+
+use super::*;
+
+impl Simulation {
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    pub fn scenario(&self) -> &Scenario {
+        &self.sc
+    }
+
+    /// Time-average bytes held by egress port `port` from time zero to the end of the run, and the
+    /// most it held.
+    pub fn port_queue(&self, port: PortId) -> (f64, u64) {
+        let p = &self.ports[port.idx()];
+        let end = self.ended.unwrap_or(self.now);
+        let mean = if end.ps() == 0 {
+            0.0
+        } else {
+            p.area_until(end) as f64 / end.ps() as f64
+        };
+        (mean, p.max_bytes)
+    }
+
+    /// Packets the port dropped (its buffer was full).
+    pub fn port_drops(&self, port: PortId) -> u64 {
+        self.ports[port.idx()].stats.drops
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Packets put on links so far (data and ACKs).
+    pub fn hops(&self) -> u64 {
+        self.hops
+    }
+
+    pub fn events(&self) -> u64 {
+        self.event_count
+    }
+
+    pub fn flows(&self) -> &[Flow] {
+        &self.flows
+    }
+
+    /// Packets in the ports' shared store (equals `in_flight`'s total unless a slot leaked).
+    pub fn packets_stored(&self) -> usize {
+        self.slots.in_use()
+    }
+
+    /// Counts the packets held in queues, in service and on wires, by kind.
+    pub fn in_flight(&self) -> InFlight {
+        let mut f = InFlight::default();
+        for p in &self.ports {
+            for held in p.packets() {
+                if self.slots.pkt(held.slot).kind.is_forward() {
+                    f.data += 1;
+                } else {
+                    f.acks += 1;
+                }
+            }
+        }
+        f
+    }
+
+    /// The largest occupancy any switch egress port reached, and whether one ever exceeded its buffer.
+    pub fn max_switch_queue(&self) -> (u64, bool) {
+        let r = self.sc.topology.switch_ports();
+        let mut max = 0;
+        let mut over = false;
+        // Priority ports hold control packets in a buffer of their own.
+        let extra = if self.prio { self.ctrl_cap } else { 0 };
+        for p in &self.ports[r] {
+            max = max.max(p.max_bytes);
+            over |= p.max_bytes > p.buffer_bytes + extra;
+        }
+        (max, over)
+    }
+
+    pub fn flow_records(&self) -> Vec<FlowRecord> {
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| FlowRecord {
+                flow_id: self.sc.flow_id(i),
+                src: f.spec.src.0,
+                dst: f.spec.dst.0,
+                size_bytes: f.spec.size_bytes,
+                start_ps: f.started.unwrap_or(f.spec.start).ps(),
+                finish_ps: f.finish.map(|t| t.ps()),
+                fct_ps: f
+                    .finish
+                    .map(|t| (t - f.started.unwrap_or(f.spec.start)).ps()),
+                data_packets_sent: f.data_packets_sent,
+                packets_dropped: f.packets_dropped,
+                retransmissions: f.retransmissions,
+                timeouts: f.timeouts,
+            })
+            .collect()
+    }
+
+    pub fn summary(&self) -> Summary {
+        let sc = &self.sc;
+        let end = self.ended.unwrap_or(self.now);
+        let first_start = self
+            .flows
+            .iter()
+            .filter_map(|f| f.started)
+            .min()
+            .unwrap_or(SimTime::ZERO);
+        let all_done = self.completed == self.flows.len() as u64;
+        let last = self.flows.iter().filter_map(|f| f.finish).max();
+        let cct = if all_done {
+            last.map(|t| t - first_start)
+        } else {
+            None
+        };
+        let sizes = bound::Sizes {
+            mss: self.mss,
+            header: self.header,
+            ack: self.ack_bytes,
+        };
+        let rel = |t: SimTime| SimTime(t.ps().saturating_sub(first_start.ps()));
+        let lb = rel(bound::lower_bound_with_deps(
+            &sc.topology,
+            &sc.flows,
+            &sc.deps,
+            sizes,
+        ));
+        let lb_no_deps = rel(bound::lower_bound_ignoring_deps(
+            &sc.topology,
+            &sc.flows,
+            &sc.deps,
+            sizes,
+        ));
+        let ratio = |b: SimTime| cct.map(|c| c.ps() as f64 / b.ps().max(1) as f64);
+        let mut fcts: Vec<u64> = self
+            .flows
+            .iter()
+            .filter_map(|f| {
+                f.finish
+                    .map(|t| (t - f.started.unwrap_or(f.spec.start)).ps())
+            })
+            .collect();
+        fcts.sort_unstable();
+        let mean_fct = if fcts.is_empty() {
+            None
+        } else {
+            Some(fcts.iter().map(|&x| x as f64).sum::<f64>() / fcts.len() as f64)
+        };
+        let r = sc.topology.switch_ports();
+        let nports = r.len().max(1) as f64;
+        let area: u128 = self.ports[r].iter().map(|p| p.area_until(end)).sum();
+        let mean_queue = if end.ps() == 0 {
+            0.0
+        } else {
+            area as f64 / nports / end.ps() as f64
+        };
+        Summary {
+            scheme: sc.scheme.name.to_string(),
+            workload: sc.settings.workload_label.to_string(),
+            topology: sc.settings.topology_label.clone(),
+            hosts: sc.topology.hosts,
+            flows: self.flows.len() as u64,
+            flows_completed: self.completed,
+            cct_ps: cct.map(|t| t.ps()),
+            lower_bound_ps: lb.ps(),
+            cct_over_bound: ratio(lb),
+            lower_bound_ignoring_deps_ps: lb_no_deps.ps(),
+            cct_over_bound_ignoring_deps: ratio(lb_no_deps),
+            mean_fct_ps: mean_fct,
+            p99_fct_ps: stats::percentile(&fcts, 99.0),
+            data_packets_sent: self.counters.data_sent,
+            data_packets_delivered: self.counters.data_delivered,
+            packets_dropped: self.counters.data_dropped + self.counters.acks_dropped,
+            ecn_marks: self.counters.ecn_marks,
+            max_queue_bytes: self.max_switch_queue().0,
+            mean_queue_bytes: mean_queue,
+            end_ps: end.ps(),
+            events: self.event_count,
+            packet_hops: self.hops,
+            link_losses: self.counters.link_losses,
+            failed_links: sc.failures.iter().map(|f| f.name.clone()).collect(),
+            timeouts: self.flows.iter().map(|f| f.timeouts).sum(),
+            cc: self.cc.name().to_string(),
+            loss_recovery: self.lr.name().to_string(),
+            retransmissions: self.flows.iter().map(|f| f.retransmissions).sum(),
+            packets_trimmed: self.counters.trimmed,
+            discarded_packets: self.counters.discarded,
+            wall_seconds: 0.0,
+            events_per_second: 0.0,
+            seed: sc.settings.seed,
+        }
+    }
+}
