@@ -28,29 +28,15 @@ impl Simulation {
     pub(super) fn on_flow_timer(&mut self, f: FlowId) {
         let now = self.now;
         let flow = &mut self.flows[f.idx()];
-        if flow.sender_done {
+        let Some(due) = flow.poll_timeout(self.rto) else {
             return;
-        }
-        let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
-        let due = flow.last_ack + rto;
+        };
         if now < due {
             self.events.push(due, Event::FlowTimer(f).into());
             return;
         }
         self.host_lbs.on_timeout(f, now);
-        flow.timeouts += 1;
-        let next = match &mut flow.tx {
-            None => now + self.rto,
-            Some(tx) => {
-                let (o, rewind) = tx.on_timeout(flow.next_seq);
-                if let Some(seq) = rewind {
-                    flow.next_seq = seq;
-                }
-                flow.cc.on_loss(now, o.lost_bytes, LossKind::Timeout);
-                flow.last_ack = now;
-                now + tx.rto()
-            }
-        };
+        let next = self.flows[f.idx()].on_timeout(now, self.rto);
         self.events.push(next, Event::FlowTimer(f).into());
         self.wake_flow(f);
     }
@@ -260,53 +246,16 @@ impl Simulation {
             PacketKind::Data | PacketKind::Header => {
                 debug_assert_eq!(packet.dst, h);
                 self.counters.data_delivered += 1;
-                flow.data_packets_received += 1;
-                let was_done = flow.finish.is_some();
-                let (kind, seq) = match &mut flow.rx {
-                    None => {
-                        // Repair packets past completion carry nothing new.
-                        flow.recv_bytes = (flow.recv_bytes + packet.payload as u64).min(flow.size);
-                        (PacketKind::Ack, packet.seq)
-                    }
-                    Some(_) if packet.kind == PacketKind::Header => (PacketKind::Nack, packet.seq),
-                    Some(rx) => {
-                        let d = rx.on_data(packet.seq);
-                        if !d.fresh {
-                            self.counters.discarded += 1;
-                        }
-                        match **rx {
-                            // A coded message is handed over whole when it decodes.
-                            Receiver::Coded { .. } if d.complete && !was_done => {
-                                flow.recv_bytes = flow.size;
-                            }
-                            Receiver::Coded { .. } => {}
-                            _ if d.fresh => flow.recv_bytes += packet.payload as u64,
-                            _ => {}
-                        }
-                        match d.reply {
-                            Reply::Ack(s) => (PacketKind::Ack, s),
-                            Reply::Nack(s) => (PacketKind::Nack, s),
-                            Reply::None => (PacketKind::Pull, 0),
-                        }
-                    }
-                };
-                let complete = match &flow.rx {
-                    None => flow.recv_bytes >= flow.size,
-                    Some(rx) => rx.complete(),
-                };
-                let just_done = !was_done && complete;
-                if just_done {
-                    flow.finish = Some(now);
+                let cnp_gap = (self.cc == CcKind::Dcqcn).then_some(self.cnp_interval);
+                let r = flow.on_data(&packet, now, cnp_gap);
+                if !r.fresh {
+                    self.counters.discarded += 1;
+                }
+                if r.just_done {
                     self.completed += 1;
                 }
-                let cnp = self.cc == CcKind::Dcqcn
-                    && packet.ecn
-                    && flow.last_cnp.is_none_or(|t| now - t >= self.cnp_interval);
-                if cnp {
-                    flow.last_cnp = Some(now);
-                }
                 // The reply keeps the data's flow, transmission, entropy, ECN mark and send time.
-                if kind != PacketKind::Pull {
+                if let Some((kind, seq)) = r.reply {
                     let mut ack = packet;
                     ack.kind = kind;
                     ack.seq = seq;
@@ -315,18 +264,18 @@ impl Simulation {
                     ack.wire_bytes = self.ack_bytes as u16;
                     ack.payload = 0;
                     ack.done = flow.finish.is_some();
-                    ack.cnp = cnp;
+                    ack.cnp = r.cnp;
                     self.counters.acks_sent += 1;
                     *self.slots.pkt_mut(i) = ack;
                     self.enqueue(PortId(h.0), i);
                 } else {
                     self.slots.release(i);
                 }
-                if self.cc == CcKind::Eqds && !complete {
+                if self.cc == CcKind::Eqds && !r.complete {
                     self.hosts[h.idx()].pulls.push_back((f, packet.entropy));
                     self.try_pull(h);
                 }
-                if just_done {
+                if r.just_done {
                     self.activate_all(f, true);
                 }
             }
@@ -341,28 +290,7 @@ impl Simulation {
                         now,
                     },
                 );
-                flow.last_ack = now;
-                let mut done = packet.done;
-                if let Some(tx) = &mut flow.tx {
-                    let o = tx.on_ack(packet.xmit, packet.seq, now, packet.sent_at);
-                    if tx.lr == LossRecoveryKind::GoBackN && flow.next_seq < tx.snd_una {
-                        flow.next_seq = tx.snd_una;
-                    }
-                    flow.cc.on_ack(&AckSample {
-                        now,
-                        acked_bytes: o.newly_acked,
-                        ecn: packet.ecn,
-                        rtt: now - packet.sent_at,
-                        cnp: packet.cnp,
-                        inflight: tx.inflight,
-                    });
-                    if o.lost > 0 {
-                        flow.cc.on_loss(now, o.lost_bytes, LossKind::Reorder);
-                    }
-                    done |= tx.all_acked();
-                }
-                if done && !flow.sender_done {
-                    flow.sender_done = true;
+                if flow.on_ack(&packet, now) {
                     self.activate_all(f, false);
                 }
                 self.wake_flow(f);
@@ -379,26 +307,14 @@ impl Simulation {
                         now,
                     },
                 );
-                flow.last_ack = now;
-                if let Some(tx) = &mut flow.tx {
-                    let (o, rewind) = tx.on_nack(packet.xmit, packet.seq);
-                    if let Some(seq) = rewind {
-                        flow.next_seq = seq;
-                    }
-                    flow.cc.on_loss(now, o.lost_bytes, LossKind::Nack);
-                    if tx.all_acked() && !flow.sender_done {
-                        flow.sender_done = true;
-                        self.activate_all(f, false);
-                    }
+                if flow.on_nack(&packet, now) {
+                    self.activate_all(f, false);
                 }
                 self.wake_flow(f);
             }
             PacketKind::Pull => {
                 self.counters.acks_delivered += 1;
-                flow.last_ack = now;
-                if let Some(tx) = &mut flow.tx {
-                    tx.credit = tx.credit.saturating_add(1);
-                }
+                flow.on_credit(now);
                 self.wake_flow(f);
             }
         }

@@ -23,8 +23,8 @@ use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::{self, bound, FlowRecord, Summary};
 use crate::time::{BitsPerSec, SimTime};
-use crate::transport::cc::{AckSample, Cc, CcCtx, CcKind, LossKind};
-use crate::transport::reliable::{Next, Receiver, Reply, Sender};
+use crate::transport::cc::{Cc, CcCtx, CcKind};
+use crate::transport::reliable::{Next, Receiver, Sender};
 use crate::transport::{flow_key, Flow, LossRecoveryKind};
 use crate::workload::FlowSpec;
 

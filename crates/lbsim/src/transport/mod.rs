@@ -10,6 +10,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod endpoint;
 pub mod reliable;
 
 use serde::{Deserialize, Serialize};

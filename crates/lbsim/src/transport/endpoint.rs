@@ -1,0 +1,314 @@
+//! A flow's transport as a state machine without I/O: the simulation hands it each packet that
+//! reaches one of its ends and each timer expiry, with the time, and it answers with what to do
+//! (the reply to send, whether the flow completed, when its timer is due). It reads no clock,
+//! queue or other flow, so it is tested here without a simulation.
+
+use super::cc::{AckSample, LossKind};
+use super::reliable::{Receiver, Reply};
+use super::{Flow, LossRecoveryKind};
+use crate::net::{Packet, PacketKind};
+use crate::time::SimTime;
+
+/// What the receiving end does with one data packet (or trimmed header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataReceipt {
+    /// The packet brought something the receiver did not hold (false: discarded).
+    pub fresh: bool,
+    /// The control packet to send back (ACK or NACK) and the sequence number it carries.
+    pub reply: Option<(PacketKind, u32)>,
+    /// The receiver holds the whole message.
+    pub complete: bool,
+    /// ... and did not before this packet.
+    pub just_done: bool,
+    /// DCQCN: the reply carries a congestion notification.
+    pub cnp: bool,
+}
+
+impl Flow {
+    /// A data packet or trimmed header reached the receiver at `now`. `cnp_gap`: with DCQCN,
+    /// the least gap between two congestion notifications of this flow.
+    pub fn on_data(&mut self, p: &Packet, now: SimTime, cnp_gap: Option<SimTime>) -> DataReceipt {
+        self.data_packets_received += 1;
+        let was_done = self.finish.is_some();
+        let mut fresh = true;
+        let (kind, seq) = match &mut self.rx {
+            None => {
+                // Repair packets past completion carry nothing new.
+                self.recv_bytes = (self.recv_bytes + p.payload as u64).min(self.size);
+                (PacketKind::Ack, p.seq)
+            }
+            Some(_) if p.kind == PacketKind::Header => (PacketKind::Nack, p.seq),
+            Some(rx) => {
+                let d = rx.on_data(p.seq);
+                fresh = d.fresh;
+                match **rx {
+                    // A coded message is handed over whole when it decodes.
+                    Receiver::Coded { .. } if d.complete && !was_done => {
+                        self.recv_bytes = self.size;
+                    }
+                    Receiver::Coded { .. } => {}
+                    _ if d.fresh => self.recv_bytes += p.payload as u64,
+                    _ => {}
+                }
+                match d.reply {
+                    Reply::Ack(s) => (PacketKind::Ack, s),
+                    Reply::Nack(s) => (PacketKind::Nack, s),
+                    Reply::None => (PacketKind::Pull, 0),
+                }
+            }
+        };
+        let complete = match &self.rx {
+            None => self.recv_bytes >= self.size,
+            Some(rx) => rx.complete(),
+        };
+        let just_done = !was_done && complete;
+        if just_done {
+            self.finish = Some(now);
+        }
+        let cnp = cnp_gap.is_some_and(|gap| p.ecn && self.last_cnp.is_none_or(|t| now - t >= gap));
+        if cnp {
+            self.last_cnp = Some(now);
+        }
+        DataReceipt {
+            fresh,
+            reply: (kind != PacketKind::Pull).then_some((kind, seq)),
+            complete,
+            just_done,
+            cnp,
+        }
+    }
+
+    /// An ACK reached the sender at `now`; true if the sender has just learnt that the
+    /// receiver holds everything.
+    pub fn on_ack(&mut self, p: &Packet, now: SimTime) -> bool {
+        self.last_ack = now;
+        let mut done = p.done;
+        if let Some(tx) = &mut self.tx {
+            let o = tx.on_ack(p.xmit, p.seq, now, p.sent_at);
+            if tx.lr == LossRecoveryKind::GoBackN && self.next_seq < tx.snd_una {
+                self.next_seq = tx.snd_una;
+            }
+            self.cc.on_ack(&AckSample {
+                now,
+                acked_bytes: o.newly_acked,
+                ecn: p.ecn,
+                rtt: now - p.sent_at,
+                cnp: p.cnp,
+                inflight: tx.inflight,
+            });
+            if o.lost > 0 {
+                self.cc.on_loss(now, o.lost_bytes, LossKind::Reorder);
+            }
+            done |= tx.all_acked();
+        }
+        self.finish_sending(done)
+    }
+
+    /// A NACK reached the sender at `now` (a trimmed header, or go-back-N's gap); true as for
+    /// [`Flow::on_ack`].
+    pub fn on_nack(&mut self, p: &Packet, now: SimTime) -> bool {
+        self.last_ack = now;
+        let Some(tx) = &mut self.tx else {
+            return false;
+        };
+        let (o, rewind) = tx.on_nack(p.xmit, p.seq);
+        if let Some(seq) = rewind {
+            self.next_seq = seq;
+        }
+        self.cc.on_loss(now, o.lost_bytes, LossKind::Nack);
+        let done = tx.all_acked();
+        self.finish_sending(done)
+    }
+
+    /// A credit (EQDS pull) reached the sender at `now`: one more packet may go.
+    pub fn on_credit(&mut self, now: SimTime) {
+        self.last_ack = now;
+        if let Some(tx) = &mut self.tx {
+            tx.credit = tx.credit.saturating_add(1);
+        }
+    }
+
+    fn finish_sending(&mut self, done: bool) -> bool {
+        if done && !self.sender_done {
+            self.sender_done = true;
+            return true;
+        }
+        false
+    }
+
+    /// When the flow's no-progress timer is due (None once the sender is done): the last ACK
+    /// plus the retransmission timeout (`rto`, the floor, without loss recovery).
+    pub fn poll_timeout(&self, rto: SimTime) -> Option<SimTime> {
+        if self.sender_done {
+            return None;
+        }
+        Some(self.last_ack + self.tx.as_ref().map_or(rto, |t| t.rto()))
+    }
+
+    /// The timer fired at `now` with nothing heard since it was set: loss recovery declares the
+    /// outstanding packets lost. Returns when the timer is next due.
+    pub fn on_timeout(&mut self, now: SimTime, rto: SimTime) -> SimTime {
+        self.timeouts += 1;
+        match &mut self.tx {
+            None => now + rto,
+            Some(tx) => {
+                let (o, rewind) = tx.on_timeout(self.next_seq);
+                if let Some(seq) = rewind {
+                    self.next_seq = seq;
+                }
+                self.cc.on_loss(now, o.lost_bytes, LossKind::Timeout);
+                self.last_ack = now;
+                now + tx.rto()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{FlowId, HostId};
+    use crate::transport::cc::Cc;
+    use crate::transport::reliable::Sender;
+    use crate::workload::FlowSpec;
+
+    const MSS: u32 = 1000;
+
+    fn flow(lr: LossRecoveryKind, size: u64) -> Flow {
+        let spec = FlowSpec {
+            src: HostId(0),
+            dst: HostId(1),
+            size_bytes: size,
+            start: SimTime::ZERO,
+        };
+        let mut f = Flow::new(spec, Cc::CONSTANT);
+        f.tx = Some(Box::new(Sender::new(
+            lr,
+            size,
+            MSS,
+            0,
+            3,
+            SimTime::from_us(100),
+            false,
+            None,
+        )));
+        f.rx = Receiver::new(lr, size, MSS).map(Box::new);
+        f
+    }
+
+    fn data(seq: u32, kind: PacketKind, ecn: bool) -> Packet {
+        Packet {
+            flow: FlowId(0),
+            src: HostId(0),
+            dst: HostId(1),
+            seq,
+            xmit: seq,
+            entropy: 0,
+            sent_at: SimTime::ZERO,
+            wire_bytes: 1062,
+            payload: if kind == PacketKind::Data {
+                MSS as u16
+            } else {
+                0
+            },
+            kind,
+            ecn,
+            done: false,
+            cnp: false,
+        }
+    }
+
+    fn ack_of(p: &Packet, seq: u32, done: bool) -> Packet {
+        Packet {
+            kind: PacketKind::Ack,
+            seq,
+            done,
+            payload: 0,
+            ..*p
+        }
+    }
+
+    #[test]
+    fn a_sack_receiver_acks_each_packet_and_completes_once() {
+        let mut f = flow(LossRecoveryKind::Sack, 3 * MSS as u64);
+        let t = SimTime::from_us(1);
+        let r = f.on_data(&data(1, PacketKind::Data, false), t, None);
+        assert_eq!(r.reply, Some((PacketKind::Ack, 1)));
+        assert!(r.fresh && !r.complete);
+        assert!(!f.on_data(&data(1, PacketKind::Data, false), t, None).fresh);
+        // A trimmed header is NACKed for its sequence number.
+        let r = f.on_data(&data(0, PacketKind::Header, false), t, None);
+        assert_eq!(r.reply, Some((PacketKind::Nack, 0)));
+        f.on_data(&data(0, PacketKind::Data, false), t, None);
+        let r = f.on_data(&data(2, PacketKind::Data, false), SimTime::from_us(2), None);
+        assert!(r.complete && r.just_done);
+        assert_eq!(f.finish, Some(SimTime::from_us(2)));
+        assert_eq!(f.recv_bytes, 3 * MSS as u64);
+        assert!(
+            !f.on_data(&data(2, PacketKind::Data, false), t, None)
+                .just_done
+        );
+    }
+
+    #[test]
+    fn congestion_notifications_are_spaced_by_the_gap() {
+        let mut f = flow(LossRecoveryKind::Sack, 10 * MSS as u64);
+        let gap = Some(SimTime::from_us(50));
+        let marked = |s| data(s, PacketKind::Data, true);
+        assert!(f.on_data(&marked(0), SimTime::from_us(1), gap).cnp);
+        assert!(!f.on_data(&marked(1), SimTime::from_us(30), gap).cnp);
+        assert!(f.on_data(&marked(2), SimTime::from_us(51), gap).cnp);
+        assert!(
+            !f.on_data(
+                &data(3, PacketKind::Data, false),
+                SimTime::from_us(200),
+                gap
+            )
+            .cnp
+        );
+        assert!(!f.on_data(&marked(4), SimTime::from_us(300), None).cnp);
+    }
+
+    #[test]
+    fn the_sender_finishes_once_and_its_timer_stops() {
+        let mut f = flow(LossRecoveryKind::Sack, 2 * MSS as u64);
+        let tx = f.tx.as_mut().unwrap();
+        for seq in 0..2 {
+            let n = tx.peek(seq).unwrap();
+            tx.on_sent(n, seq);
+        }
+        f.next_seq = 2;
+        assert_eq!(
+            f.poll_timeout(SimTime::from_us(7)),
+            Some(SimTime::from_us(100))
+        );
+        let t = SimTime::from_us(5);
+        assert!(!f.on_ack(&ack_of(&data(0, PacketKind::Data, false), 0, false), t));
+        assert_eq!(f.last_ack, t);
+        assert!(f.on_ack(&ack_of(&data(1, PacketKind::Data, false), 1, true), t));
+        assert!(!f.on_ack(&ack_of(&data(1, PacketKind::Data, false), 1, true), t));
+        assert_eq!(f.poll_timeout(SimTime::from_us(7)), None);
+    }
+
+    #[test]
+    fn a_timeout_rewinds_go_back_n_and_counts() {
+        let mut f = flow(LossRecoveryKind::GoBackN, 4 * MSS as u64);
+        let tx = f.tx.as_mut().unwrap();
+        for seq in 0..4 {
+            let n = tx.peek(seq).unwrap();
+            tx.on_sent(n, seq);
+        }
+        f.next_seq = 4;
+        // Packet 0 arrived (cumulative ACK 1), the rest were lost.
+        f.on_ack(
+            &ack_of(&data(0, PacketKind::Data, false), 1, false),
+            SimTime::from_us(3),
+        );
+        let now = SimTime::from_us(103);
+        assert_eq!(f.poll_timeout(SimTime::from_us(100)), Some(now));
+        let next = f.on_timeout(now, SimTime::from_us(100));
+        assert_eq!((f.next_seq, f.timeouts), (1, 1));
+        assert_eq!(f.tx.as_ref().unwrap().inflight, 0);
+        assert!(next > now);
+    }
+}
