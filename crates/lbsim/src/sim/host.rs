@@ -3,6 +3,7 @@
 //! credits).
 
 use super::*;
+use crate::transport::endpoint::Transmit;
 
 impl Simulation {
     pub(super) fn on_flow_start(&mut self, f: FlowId) {
@@ -131,70 +132,27 @@ impl Simulation {
             let Some(f) = host.active.pop_front() else {
                 return;
             };
-            let flow = &mut self.flows[f.idx()];
-            if flow.sender_done {
-                flow.in_ring = false;
-                continue;
-            }
-            if flow.next_send > now {
-                earliest = earliest.min(flow.next_send);
-                host.active.push_back(f);
-                continue;
-            }
-            let Some(tx) = &mut flow.tx else {
-                break (f, None);
-            };
-            let next = tx.peek(flow.next_seq);
-            let blocked = match next {
-                None => true,
-                Some(n) => {
-                    tx.credit == 0
-                        || flow
-                            .cc
-                            .window()
-                            .is_some_and(|w| tx.inflight > 0 && tx.inflight + n.payload as u64 > w)
+            match self.flows[f.idx()].poll_transmit(now, self.mss) {
+                Transmit::Ready(next) => break (f, next),
+                Transmit::PacedUntil(t) => {
+                    earliest = earliest.min(t);
+                    host.active.push_back(f);
                 }
-            };
-            if blocked {
-                flow.in_ring = false;
-                continue;
+                Transmit::Finished | Transmit::Blocked => self.flows[f.idx()].in_ring = false,
             }
-            break (f, next);
         };
         host.active.push_back(f);
         let flow = &mut self.flows[f.idx()];
-        let next = match next {
-            Some(n) => n,
-            None => Next {
-                seq: flow.next_seq,
-                payload: flow.next_payload(self.mss),
-                retransmission: false,
-            },
-        };
         let wire = next.payload + self.header;
-        let mut rate = self.flow_rates.as_ref().map(|r| r[f.idx()]);
-        if flow.tx.is_some() {
-            if let Some(r) = flow.cc.rate(now) {
-                rate = Some(rate.map_or(r, |x| BitsPerSec(x.0.min(r.0))));
-            }
-        }
-        if let Some(r) = rate {
-            flow.next_send = if r.0 == 0 {
-                SimTime::MAX
-            } else {
-                now + r.serialization(wire as u64)
-            };
-        }
         // The flow's own stream, indexed by its packet count: other flows never shift it.
         let mut draws = crate::rng::packet_rng(self.path_base, f.0 as u64, flow.data_packets_sent);
         let entropy = self.host_lbs.next_entropy(f, now, &mut draws);
-        let xmit = flow.next_xmit();
         let pkt = Packet {
             flow: f,
             src: flow.src,
             dst: flow.dst,
             seq: next.seq,
-            xmit,
+            xmit: flow.next_xmit(),
             entropy,
             sent_at: now,
             wire_bytes: wire as u16,
@@ -204,21 +162,8 @@ impl Simulation {
             done: false,
             cnp: false,
         };
-        if !next.retransmission {
-            flow.next_seq = flow.next_seq.wrapping_add(1);
-        }
-        if let Some(tx) = &mut flow.tx {
-            // Go-back-N resends by rewinding, so a sequence number below the highest yet sent
-            // is a retransmission too.
-            if next.retransmission || next.seq < tx.seq_high {
-                flow.retransmissions += 1;
-            }
-            tx.seq_high = tx.seq_high.max(next.seq + 1);
-            tx.on_sent(next, xmit);
-            flow.cc.on_send(now, next.payload as u64);
-        }
-        flow.unsent = flow.unsent.saturating_sub(next.payload as u64);
-        flow.data_packets_sent += 1;
+        let share = self.flow_rates.as_ref().map(|r| r[f.idx()]);
+        flow.on_transmit(next, now, wire, share);
         self.counters.data_sent += 1;
         host.next_send = now + self.pace_rate.serialization(wire as u64);
         let next_send = host.next_send;

@@ -24,7 +24,7 @@ use crate::scenario::Scenario;
 use crate::stats::{self, bound, FlowRecord, Summary};
 use crate::time::{BitsPerSec, SimTime};
 use crate::transport::cc::{Cc, CcCtx, CcKind};
-use crate::transport::reliable::{Next, Receiver, Sender};
+use crate::transport::reliable::{Receiver, Sender};
 use crate::transport::{flow_key, Flow, LossRecoveryKind};
 use crate::workload::FlowSpec;
 

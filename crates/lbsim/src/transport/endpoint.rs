@@ -4,10 +4,23 @@
 //! queue or other flow, so it is tested here without a simulation.
 
 use super::cc::{AckSample, LossKind};
-use super::reliable::{Receiver, Reply};
+use super::reliable::{Next, Receiver, Reply};
 use super::{Flow, LossRecoveryKind};
 use crate::net::{Packet, PacketKind};
-use crate::time::SimTime;
+use crate::time::{BitsPerSec, SimTime};
+
+/// What a flow can send now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transmit {
+    /// The sender knows the receiver holds everything.
+    Finished,
+    /// Its own pacer lets the next packet go at this time.
+    PacedUntil(SimTime),
+    /// Its window, credit or loss recovery holds it back until an ACK, credit or timeout.
+    Blocked,
+    /// This packet may go now.
+    Ready(Next),
+}
 
 /// What the receiving end does with one data packet (or trimmed header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +38,71 @@ pub struct DataReceipt {
 }
 
 impl Flow {
+    /// What the sender may put on the wire at `now` (`mss`: payload of a full packet).
+    #[inline]
+    pub fn poll_transmit(&mut self, now: SimTime, mss: u32) -> Transmit {
+        if self.sender_done {
+            return Transmit::Finished;
+        }
+        if self.next_send > now {
+            return Transmit::PacedUntil(self.next_send);
+        }
+        let Some(tx) = &mut self.tx else {
+            return Transmit::Ready(Next {
+                seq: self.next_seq,
+                payload: self.next_payload(mss),
+                retransmission: false,
+            });
+        };
+        match tx.peek(self.next_seq) {
+            Some(n)
+                if tx.credit > 0
+                    && !self
+                        .cc
+                        .window()
+                        .is_some_and(|w| tx.inflight > 0 && tx.inflight + n.payload as u64 > w) =>
+            {
+                Transmit::Ready(n)
+            }
+            _ => Transmit::Blocked,
+        }
+    }
+
+    /// `next` (from [`Flow::poll_transmit`]) left at `now` as transmission [`Flow::next_xmit`],
+    /// `wire` bytes long; `share` caps the flow's rate (failure-aware rates), its CC may too.
+    #[inline]
+    pub fn on_transmit(&mut self, next: Next, now: SimTime, wire: u32, share: Option<BitsPerSec>) {
+        let mut rate = share;
+        if self.tx.is_some() {
+            if let Some(r) = self.cc.rate(now) {
+                rate = Some(rate.map_or(r, |x| BitsPerSec(x.0.min(r.0))));
+            }
+        }
+        if let Some(r) = rate {
+            self.next_send = if r.0 == 0 {
+                SimTime::MAX
+            } else {
+                now + r.serialization(wire as u64)
+            };
+        }
+        let xmit = self.next_xmit();
+        if !next.retransmission {
+            self.next_seq = self.next_seq.wrapping_add(1);
+        }
+        if let Some(tx) = &mut self.tx {
+            // Go-back-N resends by rewinding, so a sequence number below the highest yet sent
+            // is a retransmission too.
+            if next.retransmission || next.seq < tx.seq_high {
+                self.retransmissions += 1;
+            }
+            tx.seq_high = tx.seq_high.max(next.seq + 1);
+            tx.on_sent(next, xmit);
+            self.cc.on_send(now, next.payload as u64);
+        }
+        self.unsent = self.unsent.saturating_sub(next.payload as u64);
+        self.data_packets_sent += 1;
+    }
+
     /// A data packet or trimmed header reached the receiver at `now`. `cnp_gap`: with DCQCN,
     /// the least gap between two congestion notifications of this flow.
     pub fn on_data(&mut self, p: &Packet, now: SimTime, cnp_gap: Option<SimTime>) -> DataReceipt {
@@ -310,5 +388,51 @@ mod tests {
         assert_eq!((f.next_seq, f.timeouts), (1, 1));
         assert_eq!(f.tx.as_ref().unwrap().inflight, 0);
         assert!(next > now);
+    }
+
+    #[test]
+    fn poll_transmit_sends_until_credit_runs_out_then_paces() {
+        let mut f = flow(LossRecoveryKind::Sack, 3 * MSS as u64);
+        // EQDS: two packets of unsolicited credit.
+        f.tx = Some(Box::new(Sender::new(
+            LossRecoveryKind::Sack,
+            3 * MSS as u64,
+            MSS,
+            0,
+            3,
+            SimTime::from_us(100),
+            false,
+            Some(2),
+        )));
+        let now = SimTime::from_us(1);
+        let mut sent = vec![];
+        while let Transmit::Ready(n) = f.poll_transmit(now, MSS) {
+            f.on_transmit(n, now, n.payload + 62, None);
+            sent.push(n.seq);
+        }
+        // Credit for two packets: the third waits.
+        assert_eq!(sent, vec![0, 1]);
+        assert_eq!(f.poll_transmit(now, MSS), Transmit::Blocked);
+        assert_eq!(f.data_packets_sent, 2);
+        // A credit lets one more go; with a rate cap the next one is paced.
+        f.on_credit(now);
+        let share = Some(BitsPerSec::from_gbps(8.0));
+        let Transmit::Ready(n) = f.poll_transmit(now, MSS) else {
+            panic!("credit given")
+        };
+        f.on_transmit(n, now, 1000, share);
+        // 1000 bytes at 8 Gb/s: 1 us.
+        assert_eq!(
+            f.poll_transmit(now, MSS),
+            Transmit::PacedUntil(SimTime::from_us(2))
+        );
+        // Everything acknowledged: nothing more to send.
+        for x in 0..3 {
+            f.on_ack(&ack_of(&data(x, PacketKind::Data, false), x, false), now);
+        }
+        assert_eq!(
+            f.poll_transmit(SimTime::from_us(5), MSS),
+            Transmit::Finished
+        );
     }
 }
