@@ -96,6 +96,11 @@ pub mod defaults {
     pub const ERASURE_EXTRA_PACKETS: u32 = 25;
     /// `transport.reorder_threshold`: SACK's.
     pub const REORDER_THRESHOLD: u32 = 3;
+    /// `end_time_us` with failures and none given: this many times the lower bound, so a flow
+    /// pinned to a dead path cannot run forever (the study's runs end well inside it).
+    pub const FAILURE_END_TIME_BOUNDS: u64 = 20;
+    /// The most links on any path of the fabrics lbsim builds (host-ToR-agg-core-agg-ToR-host).
+    pub const MAX_PATH_LINKS: u64 = 6;
 }
 
 /// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can

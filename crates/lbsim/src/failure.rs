@@ -286,12 +286,15 @@ pub fn resolve(
     Ok(out)
 }
 
+/// A healthy port's capacity in [`capacity_units`]: hundredths of the link.
+pub const FULL_CAPACITY: u32 = 100;
+
 /// Routing's view of every port's usable capacity, in hundredths (100 = full, 0 = dead).
 pub fn capacity_units(effect: Option<Effect>) -> u32 {
     match effect {
-        None | Some(Effect::Flaky(_)) => 100,
+        None | Some(Effect::Flaky(_)) => FULL_CAPACITY,
         Some(Effect::Down) => 0,
-        Some(Effect::Degraded(f)) => ((f * 100.0).round() as u32).max(1),
+        Some(Effect::Degraded(f)) => ((f * FULL_CAPACITY as f64).round() as u32).max(1),
     }
 }
 
@@ -436,7 +439,7 @@ pub fn flow_shares(topo: &Topology, flows: &[crate::workload::FlowSpec], cap: &[
         }
     }
     // Live capacity of each cut, in links.
-    let port_cap = |p: u32| cap[p as usize] as f64 / 100.0;
+    let port_cap = |p: u32| cap[p as usize] as f64 / FULL_CAPACITY as f64;
     let switch_ports = |s: u32| {
         let i = &topo.switches[s as usize];
         i.port_base..i.port_base + i.ports

@@ -708,7 +708,7 @@ impl Scenario {
                             .map(|l| l.latency.ps())
                             .max()
                             .unwrap_or(0)
-                            * 6,
+                            * defaults::MAX_PATH_LINKS,
                     );
                     deps.triggers
                         .iter()
@@ -716,7 +716,11 @@ impl Scenario {
                             t.saturating_add(tr.delay).saturating_add(path)
                         })
                 };
-                Some(SimTime(lb.max(chain).ps().saturating_mul(20)))
+                Some(SimTime(
+                    lb.max(chain)
+                        .ps()
+                        .saturating_mul(defaults::FAILURE_END_TIME_BOUNDS),
+                ))
             }
             (e, _) => e,
         };

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// `Stream::Failure` indices of the flaky ports' loss chains (two per failed cable), above the
+/// indices failure resolution draws its random cables from.
+const FLAKY_STREAMS: u64 = 1 << 32;
+
 impl Simulation {
     /// Recomputes the failure-aware per-flow rates from the links' actual capacities.
     pub(super) fn update_flow_rates(&mut self) {
@@ -51,7 +55,7 @@ impl Simulation {
                             rng: Box::new(rng_for(
                                 self.sc.settings.seed,
                                 Stream::Failure,
-                                (1 << 32) + 2 * i as u64 + n as u64,
+                                FLAKY_STREAMS + 2 * i as u64 + n as u64,
                             )),
                         }),
                     }
@@ -59,7 +63,7 @@ impl Simulation {
             }
             Control::Recover(i) => {
                 for port in self.sc.failures[i].ports {
-                    self.actual_cap[port.idx()] = 100;
+                    self.actual_cap[port.idx()] = failure::FULL_CAPACITY;
                 }
                 self.update_flow_rates();
                 for port in self.sc.failures[i].ports {

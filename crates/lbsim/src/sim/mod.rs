@@ -147,6 +147,10 @@ pub struct Counters {
 /// How often (in events) the run loop calls its observer: a power of two, so the check is a mask.
 pub const OBSERVE_EVENTS: u64 = 1 << 16;
 
+/// Calendar buckets per ACK serialization time on the fastest link: measured on the benchmark
+/// suite, a quarter keeps a few events per bucket at every scale.
+const BUCKETS_PER_ACK_TIME: u64 = 4;
+
 /// The run's progress, as handed to the observer of [`Simulation::run_observed`].
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
@@ -343,12 +347,12 @@ impl Simulation {
                 flow
             })
             .collect();
-        // Calendar buckets a quarter of the fastest link's ACK time: a few events each.
+        // Calendar buckets a fraction of the fastest link's ACK time: a few events each.
         let fastest = topo.links.iter().map(|l| l.rate.0).max().unwrap_or(1);
         let width = BitsPerSec(fastest)
             .serialization(st.packet.ack_bytes as u64)
             .ps()
-            / 4;
+            / BUCKETS_PER_ACK_TIME;
         let mut events = EventQueue::with_bucket_ps(width);
         for (i, f) in sc.flows.iter().enumerate() {
             if !sc.deps.gated(i) {
@@ -404,14 +408,14 @@ impl Simulation {
                     | SwitchKind::SourceRouted
             ),
             controls,
-            routing_cap: vec![100; topo.links.len()],
+            routing_cap: vec![failure::FULL_CAPACITY; topo.links.len()],
             weights: Weights::default(),
             routing_epoch: 0,
             hosts_per_tor,
             rto: sc.rto,
             trigger_counts: vec![0; sc.deps.triggers.len()],
             flow_rates: None,
-            actual_cap: vec![100; topo.links.len()],
+            actual_cap: vec![failure::FULL_CAPACITY; topo.links.len()],
             lr,
             cc: cc_kind,
             trim,
