@@ -251,8 +251,8 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
     let mut notes = Vec::new();
     let scheme = &eff.load_balancing.scheme;
     let own = lb::scheme(scheme).map_or(&[][..], |s| s.options);
-    for key in lbsim::scenario::LoadBalancingConfig::OPTION_KEYS {
-        if own.contains(key) {
+    for key in lb::all_options().iter().map(|o| o.key) {
+        if own.iter().any(|o| o.key == key) {
             continue;
         }
         let users = lb::schemes_with_option(key);

@@ -5,7 +5,7 @@
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
 use lbsim::engine::EventQueue;
 use lbsim::ids::{HostId, NodeId};
-use lbsim::lb::{PacketView, SwitchCtx, SwitchLb, SCHEMES};
+use lbsim::lb::{PacketView, Side, SwitchCtx, SwitchLb, SCHEMES};
 use lbsim::net::{Port, Shape, Tier};
 use lbsim::rng::{rng_for, Stream};
 use lbsim::scenario::LoadBalancingConfig;
@@ -68,13 +68,12 @@ fn switch_choice(c: &mut Criterion) {
             p
         })
         .collect();
-    let mut seen = Vec::new();
-    for s in SCHEMES {
-        if seen.contains(&s.switch) {
-            continue;
-        }
-        seen.push(s.switch);
-        let mut lb = SwitchLb::new(s.switch, &ctx, &cfg);
+    // Host-decided schemes hash at switches as ECMP does, unless they decode the entropy.
+    for s in SCHEMES
+        .iter()
+        .filter(|s| s.side == Side::Switch || s.own_switch_decoding)
+    {
+        let mut lb = SwitchLb::new(s, &ctx, &cfg);
         let mut rng = rng_for(1, Stream::Switch, 0);
         let mut key = 1u64;
         g.bench_function(s.name, |b| {

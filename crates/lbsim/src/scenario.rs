@@ -750,7 +750,6 @@ impl ScenarioFile {
     /// an error.
     pub fn effective(&self) -> ScenarioFile {
         use defaults::*;
-        let us = |t: SimTime| t.ps() as f64 / 1e6;
         let mut f = self.clone();
         let lr = f.transport.loss_recovery;
         let t = &mut f.topology;
@@ -773,27 +772,8 @@ impl ScenarioFile {
         if !matches!(lr, LossRecoveryKind::GoBackN | LossRecoveryKind::Trim) {
             tr.reorder_threshold.get_or_insert(REORDER_THRESHOLD);
         }
-        let options = lb::scheme(&f.load_balancing.scheme).map_or(&[][..], |s| s.options);
-        let lbc = &mut f.load_balancing;
-        let (sub, plb, reps) = (lbc.subflow_config(), lbc.plb_config(), lbc.reps_config());
-        let (ar, flowlet) = (lbc.ar_config(), lbc.flowlet_config());
-        for key in options {
-            match *key {
-                "subflows" => lbc.subflows = Some(sub.subflows),
-                "plb_congested_fraction" => {
-                    lbc.plb_congested_fraction = Some(plb.congested_fraction)
-                }
-                "plb_rehash_rounds" => lbc.plb_rehash_rounds = Some(plb.rehash_rounds),
-                "plb_idle_rehash_rounds" => {
-                    lbc.plb_idle_rehash_rounds = Some(plb.idle_rehash_rounds)
-                }
-                "plb_suspend_us" => lbc.plb_suspend_us = Some(us(plb.suspend)),
-                "reps_freeze_us" => lbc.reps_freeze_us = Some(us(reps.freeze)),
-                "reps_explore_packets" => lbc.reps_explore_packets = Some(reps.explore_packets),
-                "ar_refresh_ns" => lbc.ar_refresh_ns = Some(ar.refresh.ps() as f64 / 1e3),
-                "flowlet_gap_us" => lbc.flowlet_gap_us = Some(us(flowlet.gap)),
-                _ => {}
-            }
+        if let Some(scheme) = lb::scheme(&f.load_balancing.scheme) {
+            f.load_balancing.fill_defaults(scheme);
         }
         f
     }

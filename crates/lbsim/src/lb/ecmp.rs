@@ -2,11 +2,41 @@
 //! its own salt) onto the next-hop group. Per-switch salts avoid hash polarization (the same
 //! choice at every tier). The hash is also what routes host-sprayed packets: a label names a path.
 
-use super::{HostPolicy, PacketView, SwitchPolicy, ENTROPY_SPACE};
+use super::config::Options;
+use super::{
+    weighted_pick, FlowCtx, HostPolicy, PacketView, Scheme, SchemeInfo, Side, SwitchCtx,
+    SwitchPolicy, ENTROPY_SPACE,
+};
 use crate::net::Port;
 use crate::rng::{mix64, SimRng};
 use crate::time::SimTime;
 use rand::Rng;
+
+/// The `ecmp` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "ecmp",
+        side: Side::Switch,
+        granularity: "flow",
+        summary: "hash of the 5-tuple and a per-flow entropy at every switch",
+        options: &[],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = ();
+    type Host = FixedEntropy;
+    type Switch = HashPolicy;
+    fn config(_: &Options) {}
+    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
+        FixedEntropy::new(rng)
+    }
+    fn switch(_: &(), ctx: &SwitchCtx) -> HashPolicy {
+        HashPolicy::new(ctx)
+    }
+}
 
 /// Host side of ECMP (and of the switch-decided schemes): one random entropy per flow.
 #[derive(Clone, Debug)]
@@ -35,6 +65,11 @@ pub struct HashPolicy {
 }
 
 impl HashPolicy {
+    /// The hash every host-decided scheme's switches use (its salt is the switch's).
+    pub fn new(ctx: &SwitchCtx) -> Self {
+        HashPolicy { salt: ctx.salt }
+    }
+
     #[inline]
     pub fn hash(&self, flow_key: u64, entropy: u32) -> u64 {
         mix64(flow_key ^ mix64(self.salt ^ ((entropy as u64) << 32)))
@@ -51,6 +86,17 @@ impl SwitchPolicy for HashPolicy {
     #[inline]
     fn choose(&mut self, pkt: &PacketView, group: &[Port], _rng: &mut SimRng) -> usize {
         bucket(self.hash(pkt.flow_key, pkt.entropy), group.len())
+    }
+
+    /// W-ECMP: the same hash, mapped onto the ports in proportion to their weights.
+    fn choose_weighted(
+        &mut self,
+        pkt: &PacketView,
+        _group: &[Port],
+        w: &[u32],
+        _rng: &mut SimRng,
+    ) -> usize {
+        weighted_pick(self.hash(pkt.flow_key, pkt.entropy), w)
     }
 }
 

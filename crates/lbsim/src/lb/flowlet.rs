@@ -12,12 +12,46 @@
 
 use std::collections::BTreeMap;
 
-use super::{PacketView, SwitchPolicy};
+use super::config::{Opt, Options};
+use super::ecmp::FixedEntropy;
+use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use crate::time::SimTime;
 
-/// `load_balancing.flowlet_gap_us`: the idle gap that starts a new flowlet (default 10 us).
+/// `load_balancing.flowlet_gap_us`: an idle gap longer than this starts a new flowlet (10, the
+/// study's fork).
+pub const GAP: Opt<SimTime> = Opt::micros("flowlet_gap_us", 10.0);
+
+/// The `flowlet_ar` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "flowlet_ar",
+        side: Side::Switch,
+        granularity: "flowlet",
+        summary: "switch flowlets: after a load_balancing.flowlet_gap_us (10) gap, move to the shortest queue",
+        options: &[&GAP.spec],
+        reads_queues: true,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = FlowletConfig;
+    type Host = FixedEntropy;
+    type Switch = FlowletAr;
+    fn config(o: &Options) -> FlowletConfig {
+        FlowletConfig { gap: o.get(&GAP) }
+    }
+    fn host(_: &FlowletConfig, _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
+        FixedEntropy::new(rng)
+    }
+    fn switch(cfg: &FlowletConfig, _: &SwitchCtx) -> FlowletAr {
+        FlowletAr::new(*cfg)
+    }
+}
+
+/// The scheme's options.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FlowletConfig {
     pub gap: SimTime,
@@ -25,9 +59,7 @@ pub struct FlowletConfig {
 
 impl Default for FlowletConfig {
     fn default() -> Self {
-        FlowletConfig {
-            gap: SimTime::from_us(10),
-        }
+        Def::config(&Options::defaults(&Def::INFO))
     }
 }
 
@@ -56,18 +88,6 @@ impl FlowletAr {
 }
 
 impl FlowletAr {
-    /// After routing converged: as `choose`, among live ports only (weight above zero). A
-    /// flowlet whose port died starts a new flowlet on a live one and stays there.
-    pub fn choose_live(
-        &mut self,
-        pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
-        self.pick(pkt, group, |i| w[i] > 0, rng)
-    }
-
     #[inline]
     fn pick(
         &mut self,
@@ -109,6 +129,18 @@ impl FlowletAr {
 impl SwitchPolicy for FlowletAr {
     fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
         self.pick(pkt, group, |_| true, rng)
+    }
+
+    /// As `choose`, among live ports only (weight above zero). A flowlet whose port died starts
+    /// a new flowlet on a live one and stays there.
+    fn choose_weighted(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        self.pick(pkt, group, |i| w[i] > 0, rng)
     }
 }
 

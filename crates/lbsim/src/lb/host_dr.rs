@@ -17,11 +17,40 @@
 //! No options. With a failure model, the host should drop paths it learns are dead (the study's
 //! fork fixes the list at flow start, a quirk not to copy); lbsim has no failures yet.
 
-use super::{FlowCtx, HostPolicy, PacketView, SwitchPolicy};
+use super::config::Options;
+use super::{FlowCtx, HostPolicy, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
 use crate::net::{Port, Shape, Tier};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
+
+/// The `host_dr` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "host_dr",
+        side: Side::Host,
+        granularity: "packet",
+        summary:
+            "DRB: each flow rotates over every path to its destination (source-routed entropy)",
+        options: &[],
+        reads_queues: false,
+        // The host chose the path; routing weights do not apply.
+        honours_weights: false,
+        own_switch_decoding: true,
+    };
+    type Config = ();
+    type Host = Box<HostDr>;
+    type Switch = SourceRouted;
+    fn config(_: &Options) {}
+    fn host(_: &(), ctx: &FlowCtx, rng: &mut SimRng) -> Box<HostDr> {
+        Box::new(HostDr::new(ctx, rng))
+    }
+    fn switch(_: &(), ctx: &SwitchCtx) -> SourceRouted {
+        SourceRouted::new(ctx.tier, ctx.shape)
+    }
+}
 
 /// Number of distinct paths between the flow's endpoints (each is an entropy in 0..count).
 pub fn path_count(ctx: &FlowCtx) -> u32 {
@@ -98,6 +127,17 @@ impl SwitchPolicy for SourceRouted {
     fn choose(&mut self, pkt: &PacketView, group: &[Port], _rng: &mut SimRng) -> usize {
         ((pkt.entropy / self.div) % group.len() as u32) as usize
     }
+
+    /// The host chose the path: routing weights do not apply.
+    fn choose_weighted(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        _w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        self.choose(pkt, group, rng)
+    }
 }
 
 #[cfg(test)]
@@ -105,7 +145,7 @@ mod tests {
     use super::*;
     use crate::ids::{HostId, NodeId, SwitchId};
     use crate::lb::config::LoadBalancingConfig;
-    use crate::lb::SwitchCtx;
+    use crate::lb::SwitchLb;
     use crate::net::{LinkParams, Route, Topology};
     use crate::rng::{rng_for, Stream};
     use crate::time::BitsPerSec;
@@ -137,12 +177,9 @@ mod tests {
                         shape: t.shape,
                         salt: 0,
                     };
-                    let mut p = match crate::lb::SwitchLb::new(
-                        crate::lb::SwitchKind::SourceRouted,
-                        &ctx,
-                        &cfg,
-                    ) {
-                        crate::lb::SwitchLb::SourceRouted(p) => p,
+                    // The registry builds host_dr's switches as a run does.
+                    let mut p = match SwitchLb::new(&Def::INFO, &ctx, &cfg) {
+                        SwitchLb::HostDr(p) => p,
                         _ => unreachable!(),
                     };
                     let group: Vec<Port> = (0..n)
@@ -168,12 +205,10 @@ mod tests {
     }
 
     fn flow(t: &Topology, src: u32, dst: u32, seed: u64) -> (HostDr, SimRng) {
-        let cfg = LoadBalancingConfig::default();
         let ctx = FlowCtx {
             src: HostId(src),
             dst: HostId(dst),
             topology: t,
-            config: &cfg,
             trimming: false,
         };
         let mut rng = rng_for(seed, Stream::Flow, 0);

@@ -2,10 +2,38 @@
 //! bytes, ties broken uniformly at random. Exact and instantaneous; synchronized flows still pile
 //! onto the same momentarily-short port, so its queues grow as Theta(m). No options.
 
-use super::{PacketView, SwitchPolicy};
+use super::config::Options;
+use super::ecmp::FixedEntropy;
+use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use rand::Rng;
+
+/// The `switch_jsq` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "switch_jsq",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "join the shortest queue (bytes), ties at random",
+        options: &[],
+        reads_queues: true,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = ();
+    type Host = FixedEntropy;
+    type Switch = Jsq;
+    fn config(_: &Options) {}
+    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
+        FixedEntropy::new(rng)
+    }
+    fn switch(_: &(), _: &SwitchCtx) -> Jsq {
+        Jsq
+    }
+}
 
 /// The index of the smallest key, ties uniformly at random (reservoir sampling over the ties).
 #[inline]
@@ -46,6 +74,24 @@ impl SwitchPolicy for Jsq {
     #[inline]
     fn choose(&mut self, _pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
         shortest(group, rng)
+    }
+
+    /// The shortest live queue (weight above zero), ties at random.
+    fn choose_weighted(
+        &mut self,
+        _pkt: &PacketView,
+        group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        let q = |i: usize| {
+            if w[i] == 0 {
+                u64::MAX
+            } else {
+                group[i].queued_bytes
+            }
+        };
+        argmin_random_ties(group.len(), q, rng)
     }
 }
 

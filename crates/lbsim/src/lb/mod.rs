@@ -6,31 +6,43 @@
 //! host policy plus one switch policy; the types keep the two apart: host policies never see a
 //! queue, switch policies never see an ACK.
 //!
-//! Adding a scheme: one file with its policy (a `HostPolicy` or `SwitchPolicy` implementation and
-//! its config), one variant in the matching state enum below, and one row in [`SCHEMES`].
+//! A scheme is one file: a `Def` type implementing [`Scheme`], which declares everything about the
+//! scheme ([`SchemeInfo`]: name, side, granularity, summary, its options with their defaults and
+//! ranges, its capabilities) and builds its two policies. The registry is the block of `pub mod`
+//! lines below, one per scheme: `build.rs` turns it into one invocation of [`schemes!`], which
+//! generates [`SCHEMES`] and the policy enums [`HostLb`] and [`SwitchLb`] (one variant per scheme)
+//! with their `match` dispatch, so a packet hop costs no virtual call. Adding a scheme is one new
+//! file and one line in that block.
 
 pub mod config;
-pub mod ecmp;
-pub mod flowlet;
-pub mod host_dr;
-pub mod jsq;
-pub mod ofan;
-pub mod plb;
-pub mod reps;
-pub mod spray;
-pub mod subflow;
-pub mod switch_ar;
-pub mod switch_random;
-pub mod switch_rr;
 #[cfg(test)]
 mod testutil;
+
+// The registry: one line per scheme, in the order `lbsim list` and `compare` show them. build.rs
+// reads the lines between the markers (and rustfmt.toml keeps rustfmt from sorting them).
+// schemes: begin
+pub mod ecmp;
+pub mod subflow;
+pub mod plb;
+pub mod flowlet;
+pub mod spray;
+pub mod switch_rr;
+pub mod switch_rr_simple;
+pub mod switch_random;
+pub mod jsq;
+pub mod switch_ar;
+pub mod reps;
+pub mod host_dr;
+pub mod ofan;
+// schemes: end
+
+use std::sync::LazyLock;
 
 use crate::ids::{FlowId, HostId};
 use crate::net::{Port, Shape, Tier, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::time::SimTime;
-use config::LoadBalancingConfig;
-use rand::Rng;
+use config::{LoadBalancingConfig, OptSpec, Options};
 use serde::Serialize;
 
 /// Who makes the per-packet path decision.
@@ -41,184 +53,161 @@ pub enum Side {
     Switch,
 }
 
-/// Which host policy a scheme uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostKind {
-    /// One entropy for the flow's life.
-    Fixed,
-    /// A fresh uniform entropy per packet (OPS).
-    Oblivious,
-    /// N fixed entropies, packets striped round-robin (MPTCP-like).
-    Subflow,
-    /// One entropy, re-drawn after sustained ECN congestion (PLB).
-    Plb,
-    /// Recycle entropies of unmarked ACKs, explore otherwise (REPS).
-    Reps,
-    /// Rotate over the explicit paths to the destination (DRB); needs `SwitchKind::SourceRouted`.
-    Rotation,
-}
-
-/// Which switch policy a scheme uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SwitchKind {
-    /// Hash of (flow, entropy, switch salt) modulo the group size.
-    Hash,
-    /// Round-robin over the group, reshuffling the order after every 5 wraps.
-    RoundRobin,
-    /// Round-robin in one fixed random order, never reshuffled.
-    PlainRoundRobin,
-    /// A uniformly random port.
-    Random,
-    /// The shortest queue in bytes, ties at random.
-    Jsq,
-    /// The lowest occupancy bin (5/10/20% of the buffer), ties at random.
-    QuantizedAr,
-    /// Keep a flow's port within a flowlet; a new flowlet takes the shortest queue.
-    FlowletAr,
-    /// Per-destination rotation over an IWRR schedule.
-    Ofan,
-    /// The entropy is the path: decode this tier's port from it (host_dr).
-    SourceRouted,
-}
-
-/// One registry entry.
+/// What a scheme declares about itself (in its own file, as `Scheme::INFO`).
 #[derive(Clone, Copy, Debug)]
 pub struct SchemeInfo {
+    /// `load_balancing.scheme`.
     pub name: &'static str,
+    /// Who decides each packet's path.
     pub side: Side,
+    /// What is balanced: "flow", "subflow", "flowlet" or "packet".
     pub granularity: &'static str,
+    /// One line for `lbsim list`.
     pub summary: &'static str,
-    pub host: HostKind,
-    pub switch: SwitchKind,
-    /// The `load_balancing.*` options this scheme reads (others are rejected).
-    pub options: &'static [&'static str],
+    /// The `load_balancing.*` options it reads, with their kinds, ranges and defaults (any other
+    /// option is rejected).
+    pub options: &'static [&'static OptSpec],
+    /// Its switch policy reads queue occupancies, so a next-hop group's ports are brought up to
+    /// date before every decision.
+    pub reads_queues: bool,
+    /// After routing converges around a failure, its switch policy follows the weights: it never
+    /// picks a dead port (weight 0).
+    pub honours_weights: bool,
+    /// A host-decided scheme whose switches decode the path from the entropy (instead of hashing
+    /// it as ECMP does): the host's choice only means something with its own switch policy.
+    pub own_switch_decoding: bool,
 }
 
-/// Every load-balancing scheme lbsim implements, in the order `compare` runs them.
-pub const SCHEMES: &[SchemeInfo] = &[
-    SchemeInfo {
-        name: "ecmp",
-        side: Side::Switch,
-        granularity: "flow",
-        summary: "hash of the 5-tuple and a per-flow entropy at every switch",
-        host: HostKind::Fixed,
-        switch: SwitchKind::Hash,
-        options: &[],
-    },
-    SchemeInfo {
-        name: "subflow",
-        side: Side::Host,
-        granularity: "subflow",
-        summary: "MPTCP-like: load_balancing.subflows (4) fixed entropies, packets striped round-robin",
-        host: HostKind::Subflow,
-        switch: SwitchKind::Hash,
-        options: &["subflows"],
-    },
-    SchemeInfo {
-        name: "plb",
-        side: Side::Host,
-        granularity: "flowlet",
-        summary: "PLB: re-draw the flow's entropy after consecutive ECN-congested rounds",
-        host: HostKind::Plb,
-        switch: SwitchKind::Hash,
-        options: &[
-            "plb_congested_fraction",
-            "plb_rehash_rounds",
-            "plb_idle_rehash_rounds",
-            "plb_suspend_us",
-        ],
-    },
-    SchemeInfo {
-        name: "flowlet_ar",
-        side: Side::Switch,
-        granularity: "flowlet",
-        summary: "switch flowlets: after a load_balancing.flowlet_gap_us (10) gap, move to the shortest queue",
-        host: HostKind::Fixed,
-        switch: SwitchKind::FlowletAr,
-        options: &["flowlet_gap_us"],
-    },
-    SchemeInfo {
-        name: "host_spray",
-        side: Side::Host,
-        granularity: "packet",
-        summary: "oblivious packet spraying (OPS): a fresh random entropy per packet",
-        host: HostKind::Oblivious,
-        switch: SwitchKind::Hash,
-        options: &[],
-    },
-    SchemeInfo {
-        name: "switch_rr",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "switch round-robin over the next-hop group, order reshuffled after every 5 wraps",
-        host: HostKind::Fixed,
-        switch: SwitchKind::RoundRobin,
-        options: &[],
-    },
-    SchemeInfo {
-        name: "switch_rr_simple",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "plain switch round-robin in a fixed random order",
-        host: HostKind::Fixed,
-        switch: SwitchKind::PlainRoundRobin,
-        options: &[],
-    },
-    SchemeInfo {
-        name: "switch_random",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "a uniformly random next hop per packet (RSQ)",
-        host: HostKind::Fixed,
-        switch: SwitchKind::Random,
-        options: &[],
-    },
-    SchemeInfo {
-        name: "switch_jsq",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "join the shortest queue (bytes), ties at random",
-        host: HostKind::Fixed,
-        switch: SwitchKind::Jsq,
-        options: &[],
-    },
-    SchemeInfo {
-        name: "switch_ar",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "Spectrum-X style: lowest queue bin (5/10/20% of buffer), ties at random",
-        host: HostKind::Fixed,
-        switch: SwitchKind::QuantizedAr,
-        options: &["ar_refresh_ns"],
-    },
-    SchemeInfo {
-        name: "reps",
-        side: Side::Host,
-        granularity: "packet",
-        summary: "REPS: reuse entropies of unmarked ACKs (8-slot ring), explore otherwise, freeze on failure",
-        host: HostKind::Reps,
-        switch: SwitchKind::Hash,
-        options: &["reps_freeze_us", "reps_explore_packets"],
-    },
-    SchemeInfo {
-        name: "host_dr",
-        side: Side::Host,
-        granularity: "packet",
-        summary: "DRB: each flow rotates over every path to its destination (source-routed entropy)",
-        host: HostKind::Rotation,
-        switch: SwitchKind::SourceRouted,
-        options: &[],
-    },
-    SchemeInfo {
-        name: "ofan",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "switch rotation per destination ToR/pod and class over an IWRR schedule",
-        host: HostKind::Fixed,
-        switch: SwitchKind::Ofan,
-        options: &[],
-    },
-];
+/// A load-balancing scheme: what it is and how its policies are built. Implemented once per
+/// scheme file, by a type named `Def`.
+pub trait Scheme {
+    const INFO: SchemeInfo;
+    /// Its options, read once per run (`()` for a scheme without options).
+    type Config;
+    /// Per-flow host state (box anything larger than a few bytes: one per flow).
+    type Host: HostPolicy + Clone + std::fmt::Debug;
+    /// Per-switch state.
+    type Switch: SwitchPolicy + Clone + std::fmt::Debug;
+    /// Reads its options (validated already; only those in `INFO.options`).
+    fn config(o: &Options) -> Self::Config;
+    /// The host policy of one flow, drawing from the flow's own stream.
+    fn host(cfg: &Self::Config, ctx: &FlowCtx, rng: &mut SimRng) -> Self::Host;
+    /// The policy of one switch.
+    fn switch(cfg: &Self::Config, ctx: &SwitchCtx) -> Self::Switch;
+    /// A host policy that keeps no per-flow state: every flow shares this one, and the run keeps
+    /// no per-flow table (its `on_ack` and `on_timeout` are never called).
+    fn shared_host(_cfg: &Self::Config) -> Option<Self::Host> {
+        None
+    }
+}
+
+/// Generates, from the registry's modules (each with a `Def: Scheme`), everything that lists
+/// the schemes: `SCHEMES`, the enums `HostLb` (per flow) and `SwitchLb` (per switch) with one
+/// variant per scheme, and the `match`es that build and dispatch them. build.rs writes the one
+/// invocation, from the `pub mod` lines of the registry.
+macro_rules! schemes {
+    ($($v:ident => $m:ident,)*) => {
+        /// Every load-balancing scheme lbsim implements, in the order `compare` runs them.
+        pub const SCHEMES: &[SchemeInfo] = &[$(<$m::Def as Scheme>::INFO),*];
+
+        /// Per-flow host policy state, dispatched without a vtable (one variant per scheme).
+        #[derive(Clone, Debug)]
+        pub enum HostLb {
+            $($v(<$m::Def as Scheme>::Host),)*
+        }
+
+        impl HostLb {
+            #[inline]
+            pub fn next_entropy(&mut self, now: SimTime, rng: &mut SimRng) -> u32 {
+                match self {
+                    $(HostLb::$v(p) => p.next_entropy(now, rng),)*
+                }
+            }
+
+            pub fn on_timeout(&mut self, now: SimTime) {
+                match self {
+                    $(HostLb::$v(p) => p.on_timeout(now),)*
+                }
+            }
+
+            #[inline]
+            pub fn on_ack(&mut self, ack: AckInfo) {
+                match self {
+                    $(HostLb::$v(p) => p.on_ack(ack),)*
+                }
+            }
+        }
+
+        impl HostLbs {
+            /// The host policy state of flows given by (source, destination), flow i drawing
+            /// from its own stream `Stream::Flow` i.
+            pub fn new(
+                scheme: &SchemeInfo,
+                flows: impl Iterator<Item = (HostId, HostId)>,
+                topology: &Topology,
+                config: &LoadBalancingConfig,
+                trimming: bool,
+                seed: u64,
+            ) -> HostLbs {
+                $(if scheme.name == <$m::Def as Scheme>::INFO.name {
+                    return host_table::<$m::Def>(
+                        HostLb::$v, flows, topology, config, trimming, seed,
+                    );
+                })*
+                unreachable!("scheme `{}` is not registered", scheme.name)
+            }
+        }
+
+        /// Per-switch policy state, dispatched without a vtable (one variant per scheme).
+        #[derive(Clone, Debug)]
+        pub enum SwitchLb {
+            $($v(<$m::Def as Scheme>::Switch),)*
+        }
+
+        impl SwitchLb {
+            pub fn new(
+                scheme: &SchemeInfo,
+                ctx: &SwitchCtx,
+                config: &LoadBalancingConfig,
+            ) -> SwitchLb {
+                $(if scheme.name == <$m::Def as Scheme>::INFO.name {
+                    let cfg = <$m::Def as Scheme>::config(
+                        &config.options(&<$m::Def as Scheme>::INFO),
+                    );
+                    return SwitchLb::$v(<$m::Def as Scheme>::switch(&cfg, ctx));
+                })*
+                unreachable!("scheme `{}` is not registered", scheme.name)
+            }
+
+            /// Picks a port of `group`. With routing weights (after a failure converged), the
+            /// policy's `choose_weighted` decides (see [`SwitchPolicy`]); the caller drops the
+            /// packet when every weight is zero.
+            #[inline]
+            pub fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
+                if let Some(w) = pkt.weights {
+                    return self.choose_weighted(pkt, group, w, rng);
+                }
+                match self {
+                    $(SwitchLb::$v(p) => p.choose(pkt, group, rng),)*
+                }
+            }
+
+            fn choose_weighted(
+                &mut self,
+                pkt: &PacketView,
+                group: &[Port],
+                w: &[u32],
+                rng: &mut SimRng,
+            ) -> usize {
+                match self {
+                    $(SwitchLb::$v(p) => p.choose_weighted(pkt, group, w, rng),)*
+                }
+            }
+        }
+    };
+}
+
+include!(concat!(env!("OUT_DIR"), "/schemes.rs"));
 
 pub fn scheme(name: &str) -> Option<&'static SchemeInfo> {
     SCHEMES.iter().find(|s| s.name == name)
@@ -228,11 +217,40 @@ pub fn scheme_names() -> Vec<&'static str> {
     SCHEMES.iter().map(|s| s.name).collect()
 }
 
-/// The schemes that read the option `key` (a `load_balancing.*` field name).
+/// Every scheme option, once each, in registry order.
+pub fn all_options() -> &'static [&'static OptSpec] {
+    static ALL: LazyLock<Vec<&'static OptSpec>> = LazyLock::new(|| {
+        let mut v: Vec<&'static OptSpec> = Vec::new();
+        for o in SCHEMES.iter().flat_map(|s| s.options) {
+            if !v.iter().any(|x| x.key == o.key) {
+                v.push(o);
+            }
+        }
+        v
+    });
+    &ALL
+}
+
+/// The option named `key` (a `load_balancing.*` field name), if a scheme reads it.
+pub fn option(key: &str) -> Option<&'static OptSpec> {
+    all_options().iter().copied().find(|o| o.key == key)
+}
+
+/// Every key `[load_balancing]` accepts: `scheme`, then every option.
+pub fn section_keys() -> &'static [&'static str] {
+    static KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+        std::iter::once("scheme")
+            .chain(all_options().iter().map(|o| o.key))
+            .collect()
+    });
+    &KEYS
+}
+
+/// The schemes that read the option `key`.
 pub fn schemes_with_option(key: &str) -> Vec<&'static str> {
     SCHEMES
         .iter()
-        .filter(|s| s.options.contains(&key))
+        .filter(|s| s.options.iter().any(|o| o.key == key))
         .map(|s| s.name)
         .collect()
 }
@@ -259,7 +277,6 @@ pub struct FlowCtx<'a> {
     pub src: HostId,
     pub dst: HostId,
     pub topology: &'a Topology,
-    pub config: &'a LoadBalancingConfig,
     /// Switches trim congested packets instead of dropping them.
     pub trimming: bool,
 }
@@ -272,107 +289,66 @@ pub trait HostPolicy {
     fn on_timeout(&mut self, _now: SimTime) {}
 }
 
-/// Per-flow host policy state, dispatched without a vtable. Policies with more than a few bytes of
-/// state are boxed, so that a run's table of them stays small (one scheme runs at a time).
-#[derive(Clone, Debug)]
-pub enum HostLb {
-    Fixed(ecmp::FixedEntropy),
-    Oblivious(spray::Oblivious),
-    Subflow(Box<subflow::Subflows>),
-    Plb(Box<plb::Plb>),
-    Reps(Box<reps::Reps>),
-    Rotation(Box<host_dr::HostDr>),
-}
-
-/// Dispatches one call to the policy inside a `HostLb`.
-macro_rules! host_dispatch {
-    ($self:expr, $p:ident => $call:expr) => {
-        match $self {
-            HostLb::Fixed($p) => $call,
-            HostLb::Oblivious($p) => $call,
-            HostLb::Subflow($p) => $call,
-            HostLb::Plb($p) => $call,
-            HostLb::Reps($p) => $call,
-            HostLb::Rotation($p) => $call,
-        }
-    };
-}
-
-impl HostLb {
-    pub fn new(kind: HostKind, ctx: &FlowCtx, rng: &mut SimRng) -> HostLb {
-        let cfg = ctx.config;
-        match kind {
-            HostKind::Fixed => HostLb::Fixed(ecmp::FixedEntropy::new(rng)),
-            HostKind::Oblivious => HostLb::Oblivious(spray::Oblivious),
-            HostKind::Subflow => {
-                HostLb::Subflow(Box::new(subflow::Subflows::new(cfg.subflow_config(), rng)))
-            }
-            HostKind::Plb => HostLb::Plb(Box::new(plb::Plb::new(cfg.plb_config(), rng))),
-            HostKind::Reps => HostLb::Reps(Box::new(reps::Reps::new(reps::RepsConfig {
-                trimming: ctx.trimming,
-                ..cfg.reps_config()
-            }))),
-            HostKind::Rotation => HostLb::Rotation(Box::new(host_dr::HostDr::new(ctx, rng))),
-        }
-    }
-
+/// A boxed policy is a policy (large per-flow state is boxed to keep the flow table small).
+impl<T: HostPolicy + ?Sized> HostPolicy for Box<T> {
     #[inline]
-    pub fn next_entropy(&mut self, now: SimTime, rng: &mut SimRng) -> u32 {
-        host_dispatch!(self, p => p.next_entropy(now, rng))
+    fn next_entropy(&mut self, now: SimTime, rng: &mut SimRng) -> u32 {
+        (**self).next_entropy(now, rng)
     }
-
-    pub fn on_timeout(&mut self, now: SimTime) {
-        host_dispatch!(self, p => p.on_timeout(now))
-    }
-
     #[inline]
-    pub fn on_ack(&mut self, ack: AckInfo) {
-        host_dispatch!(self, p => p.on_ack(ack))
+    fn on_ack(&mut self, ack: AckInfo) {
+        (**self).on_ack(ack)
+    }
+    fn on_timeout(&mut self, now: SimTime) {
+        (**self).on_timeout(now)
     }
 }
 
-/// Every flow's host policy. Oblivious spraying keeps no per-flow state, so its flows need no
-/// table at all: the send path then touches nothing but the flow's own line.
+/// Every flow's host policy. A scheme whose host policy keeps no per-flow state (oblivious
+/// spraying) has no table at all: the send path then touches nothing but the flow's own line.
 #[derive(Clone, Debug)]
 pub enum HostLbs {
-    Oblivious,
+    Shared(HostLb),
     PerFlow(Vec<HostLb>),
 }
 
-impl HostLbs {
-    /// The policy state of flows given by (source, destination), flow i drawing from its own
-    /// stream `Stream::Flow` i.
-    pub fn new(
-        kind: HostKind,
-        flows: impl Iterator<Item = (HostId, HostId)>,
-        topology: &Topology,
-        config: &LoadBalancingConfig,
-        trimming: bool,
-        seed: u64,
-    ) -> HostLbs {
-        if kind == HostKind::Oblivious {
-            return HostLbs::Oblivious;
-        }
-        let per_flow = flows
-            .enumerate()
-            .map(|(i, (src, dst))| {
-                let ctx = FlowCtx {
-                    src,
-                    dst,
-                    topology,
-                    config,
-                    trimming,
-                };
-                HostLb::new(kind, &ctx, &mut rng_for(seed, Stream::Flow, i as u64))
-            })
-            .collect();
-        HostLbs::PerFlow(per_flow)
+/// The host table of scheme `S`, its options read once.
+fn host_table<S: Scheme>(
+    wrap: fn(S::Host) -> HostLb,
+    flows: impl Iterator<Item = (HostId, HostId)>,
+    topology: &Topology,
+    config: &LoadBalancingConfig,
+    trimming: bool,
+    seed: u64,
+) -> HostLbs {
+    let cfg = S::config(&config.options(&S::INFO));
+    if let Some(shared) = S::shared_host(&cfg) {
+        return HostLbs::Shared(wrap(shared));
     }
+    let per_flow = flows
+        .enumerate()
+        .map(|(i, (src, dst))| {
+            let ctx = FlowCtx {
+                src,
+                dst,
+                topology,
+                trimming,
+            };
+            wrap(S::host(
+                &cfg,
+                &ctx,
+                &mut rng_for(seed, Stream::Flow, i as u64),
+            ))
+        })
+        .collect();
+    HostLbs::PerFlow(per_flow)
+}
 
+impl HostLbs {
     #[inline]
     pub fn next_entropy(&mut self, f: FlowId, now: SimTime, rng: &mut SimRng) -> u32 {
         match self {
-            HostLbs::Oblivious => spray::Oblivious.next_entropy(now, rng),
+            HostLbs::Shared(p) => p.next_entropy(now, rng),
             HostLbs::PerFlow(v) => v[f.idx()].next_entropy(now, rng),
         }
     }
@@ -423,117 +399,17 @@ pub struct PacketView<'a> {
 /// ports, whose queues it may read).
 pub trait SwitchPolicy {
     fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize;
-}
-
-/// Per-switch policy state.
-#[derive(Clone, Debug)]
-pub enum SwitchLb {
-    Hash(ecmp::HashPolicy),
-    RoundRobin(switch_rr::RoundRobin),
-    Random(switch_random::RandomPort),
-    Jsq(jsq::Jsq),
-    QuantizedAr(switch_ar::QuantizedAr),
-    FlowletAr(flowlet::FlowletAr),
-    Ofan(ofan::Ofan),
-    SourceRouted(host_dr::SourceRouted),
-}
-
-impl SwitchLb {
-    pub fn new(kind: SwitchKind, ctx: &SwitchCtx, config: &LoadBalancingConfig) -> SwitchLb {
-        use switch_rr::{RoundRobin, RoundRobinConfig};
-        match kind {
-            SwitchKind::Hash => SwitchLb::Hash(ecmp::HashPolicy { salt: ctx.salt }),
-            SwitchKind::RoundRobin => {
-                SwitchLb::RoundRobin(RoundRobin::new(RoundRobinConfig::default()))
-            }
-            SwitchKind::PlainRoundRobin => {
-                SwitchLb::RoundRobin(RoundRobin::new(RoundRobinConfig {
-                    reshuffle_after_wraps: 0,
-                }))
-            }
-            SwitchKind::Random => SwitchLb::Random(switch_random::RandomPort),
-            SwitchKind::Jsq => SwitchLb::Jsq(jsq::Jsq),
-            SwitchKind::QuantizedAr => {
-                SwitchLb::QuantizedAr(switch_ar::QuantizedAr::new(config.ar_config()))
-            }
-            SwitchKind::FlowletAr => {
-                SwitchLb::FlowletAr(flowlet::FlowletAr::new(config.flowlet_config()))
-            }
-            SwitchKind::Ofan => SwitchLb::Ofan(ofan::Ofan::new(ctx)),
-            SwitchKind::SourceRouted => {
-                SwitchLb::SourceRouted(host_dr::SourceRouted::new(ctx.tier, ctx.shape))
-            }
-        }
-    }
-
-    /// Picks a port of `group`. With routing weights (after a failure converged), dead ports
-    /// are never picked and oblivious policies pick in proportion to the weights (W-ECMP);
-    /// queue-reading policies pick by queue among the live ports. The caller drops the packet
-    /// when every weight is zero.
-    #[inline]
-    pub fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
-        if let Some(w) = pkt.weights {
-            return self.choose_weighted(pkt, group, w, rng);
-        }
-        match self {
-            SwitchLb::Hash(p) => p.choose(pkt, group, rng),
-            SwitchLb::RoundRobin(p) => p.choose(pkt, group, rng),
-            SwitchLb::Random(p) => p.choose(pkt, group, rng),
-            SwitchLb::Jsq(p) => p.choose(pkt, group, rng),
-            SwitchLb::QuantizedAr(p) => p.choose(pkt, group, rng),
-            SwitchLb::FlowletAr(p) => p.choose(pkt, group, rng),
-            SwitchLb::Ofan(p) => p.choose(pkt, group, rng),
-            SwitchLb::SourceRouted(p) => p.choose(pkt, group, rng),
-        }
-    }
-}
-
-impl SwitchLb {
+    /// The choice once routing has converged around a failure: `w` is each port's weight (the
+    /// capacity of the paths through it; 0 = dead, never all 0). A scheme that declares
+    /// `honours_weights` never picks a dead port here; oblivious policies pick in proportion
+    /// to the weights (W-ECMP), queue-reading ones by queue among the live ports.
     fn choose_weighted(
         &mut self,
         pkt: &PacketView,
         group: &[Port],
         w: &[u32],
         rng: &mut SimRng,
-    ) -> usize {
-        use jsq::argmin_random_ties;
-        let n = group.len();
-        let shortest_live = |rng: &mut SimRng| {
-            argmin_random_ties(
-                n,
-                |i| {
-                    if w[i] == 0 {
-                        u64::MAX
-                    } else {
-                        group[i].queued_bytes
-                    }
-                },
-                rng,
-            )
-        };
-        match self {
-            SwitchLb::Hash(p) => weighted_pick(p.hash(pkt.flow_key, pkt.entropy), w),
-            SwitchLb::Random(_) => weighted_pick(rng.gen(), w),
-            SwitchLb::Jsq(_) => shortest_live(rng),
-            SwitchLb::QuantizedAr(p) => p.choose_live(pkt, group, w, rng),
-            SwitchLb::FlowletAr(p) => p.choose_live(pkt, group, w, rng),
-            SwitchLb::RoundRobin(p) => {
-                // Walk the rotation, accepting a port with probability weight / max weight:
-                // dead ports are skipped, degraded ones visited proportionally less.
-                let max = w.iter().copied().max().unwrap_or(0).max(1);
-                for _ in 0..64 {
-                    let i = p.choose(pkt, group, rng);
-                    if w[i] == max || (w[i] > 0 && rng.gen_range(0..max) < w[i]) {
-                        return i;
-                    }
-                }
-                weighted_pick(rng.gen(), w)
-            }
-            SwitchLb::Ofan(p) => p.choose_weighted(pkt, group, w, rng),
-            // The host chose the path; routing weights do not apply.
-            SwitchLb::SourceRouted(p) => p.choose(pkt, group, rng),
-        }
-    }
+    ) -> usize;
 }
 
 /// Maps a uniform 64-bit value onto an index with probability proportional to `w`.
@@ -554,6 +430,7 @@ pub fn weighted_pick(x: u64, w: &[u32]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use testutil::{ports, view};
 
     #[test]
     fn weighted_pick_follows_the_weights() {
@@ -568,9 +445,8 @@ mod tests {
 
     #[test]
     fn after_convergence_switch_ar_still_reads_its_refreshed_bins() {
-        use testutil::{ports, view};
         let mut rng = rng_for(6, Stream::Switch, 2);
-        let mut lb = SwitchLb::QuantizedAr(switch_ar::QuantizedAr::new(switch_ar::ArConfig {
+        let mut lb = SwitchLb::SwitchAr(switch_ar::QuantizedAr::new(switch_ar::ArConfig {
             refresh: SimTime::from_ns(100),
         }));
         let w = [1u32, 1, 1];
@@ -596,10 +472,8 @@ mod tests {
 
     #[test]
     fn after_convergence_a_flowlet_keeps_the_live_port_it_was_given() {
-        use testutil::{ports, view};
         let mut rng = rng_for(8, Stream::Switch, 3);
-        let mut lb =
-            SwitchLb::FlowletAr(flowlet::FlowletAr::new(flowlet::FlowletConfig::default()));
+        let mut lb = SwitchLb::Flowlet(flowlet::FlowletAr::new(flowlet::FlowletConfig::default()));
         let w = [0u32, 1, 1];
         let at = |us| PacketView {
             weights: Some(&w),
@@ -615,7 +489,7 @@ mod tests {
         }
         // After a gap it moves to the shortest live queue.
         assert_eq!(lb.choose(&at(30), &g, &mut rng), 2);
-        let SwitchLb::FlowletAr(p) = &lb else {
+        let SwitchLb::Flowlet(p) = &lb else {
             unreachable!()
         };
         assert_eq!(p.flowlets, 2);
@@ -633,19 +507,135 @@ mod tests {
     }
 
     #[test]
-    fn every_option_belongs_to_a_scheme_and_is_a_config_field() {
-        let all = LoadBalancingConfig::OPTION_KEYS;
+    fn options_are_one_spec_per_key_and_their_defaults_are_valid() {
+        // A key two schemes share must be the same option (same kind, range and default).
         for s in SCHEMES {
             for o in s.options {
-                assert!(all.contains(o), "{}: {o}", s.name);
+                assert_eq!(option(o.key), Some(*o), "{}: {}", s.name, o.key);
+                assert!(o.check(o.default_value()).is_ok(), "{}: {}", s.name, o.key);
+                assert!(o.key != "scheme" && !o.key.contains('.'), "{}", o.key);
             }
         }
-        for o in all {
-            assert!(
-                !schemes_with_option(o).is_empty(),
-                "{o} is read by no scheme"
-            );
-        }
+        assert_eq!(section_keys()[0], "scheme");
+        assert_eq!(section_keys().len(), 1 + all_options().len());
         assert_eq!(schemes_with_option("subflows"), vec!["subflow"]);
+        assert!(schemes_with_option("nope").is_empty());
+    }
+
+    /// A switch of every kind of position the capability tests use: a fat-tree ToR (Ofan keys
+    /// its rotations by the destination's ToR, so destinations stay below 128).
+    fn ctx() -> SwitchCtx {
+        SwitchCtx {
+            tier: Tier::Tor,
+            index: 0,
+            shape: Shape::FatTree { k: 8 },
+            salt: 11,
+        }
+    }
+
+    /// A varied stream of packets: flows, entropies, destinations, data and ACKs, times.
+    fn packets(n: u64) -> impl Iterator<Item = PacketView<'static>> {
+        (0..n).map(|i| PacketView {
+            src: HostId((i % 7) as u32),
+            dst: HostId(((i * 37) % 128) as u32),
+            entropy: crate::rng::mix64(i) as u32 % ENTROPY_SPACE,
+            is_ack: i % 5 == 0,
+            ..view(crate::rng::mix64(i % 40), SimTime::from_ns(i * 300))
+        })
+    }
+
+    fn switch_of(s: &SchemeInfo) -> SwitchLb {
+        SwitchLb::new(s, &ctx(), &LoadBalancingConfig::default())
+    }
+
+    #[test]
+    fn a_scheme_that_says_it_does_not_read_queues_does_not() {
+        // The simulation skips syncing a group's ports for such schemes: their choices must not
+        // depend on the queues at all.
+        let full = ports(1 << 20, &[900_000, 0, 50, 7]);
+        let empty = ports(1 << 20, &[0; 4]);
+        for s in SCHEMES.iter().filter(|s| !s.reads_queues) {
+            let (mut a, mut b) = (switch_of(s), switch_of(s));
+            let (mut ra, mut rb) = (rng_for(3, Stream::Switch, 0), rng_for(3, Stream::Switch, 0));
+            for p in packets(2000) {
+                let (x, y) = (a.choose(&p, &full, &mut ra), b.choose(&p, &empty, &mut rb));
+                assert_eq!(x, y, "{}", s.name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_scheme_that_reads_queues_avoids_the_one_full_port() {
+        let g = ports(1 << 20, &[0, 900_000, 0, 0]);
+        for s in SCHEMES.iter().filter(|s| s.reads_queues) {
+            assert_eq!(
+                s.side,
+                Side::Switch,
+                "{}: a host policy sees no queue",
+                s.name
+            );
+            let mut lb = switch_of(s);
+            let mut rng = rng_for(4, Stream::Switch, 0);
+            for p in packets(2000) {
+                assert_ne!(lb.choose(&p, &g, &mut rng), 1, "{}", s.name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_scheme_that_honours_weights_never_picks_a_dead_port() {
+        // Port 0 is dead and its queue the shortest; port 2 has twice the others' capacity.
+        let w = [0u32, 1, 2, 1];
+        let g = ports(1 << 20, &[0, 3000, 9000, 6000]);
+        let mut ignoring = Vec::new();
+        for s in SCHEMES {
+            if !s.honours_weights {
+                ignoring.push(s.name);
+                continue;
+            }
+            let mut lb = switch_of(s);
+            let mut rng = rng_for(5, Stream::Switch, 0);
+            for p in packets(2000) {
+                let p = PacketView {
+                    weights: Some(&w),
+                    epoch: 1,
+                    ..p
+                };
+                let i = lb.choose(&p, &g, &mut rng);
+                assert!(i != 0 && i < 4, "{}: {i}", s.name);
+            }
+        }
+        // Only a source-routed scheme leaves the path to the host.
+        for n in ignoring {
+            assert!(scheme(n).unwrap().own_switch_decoding, "{n}");
+        }
+    }
+
+    #[test]
+    fn host_decided_schemes_hash_at_switches_unless_they_decode_the_entropy() {
+        let g = ports(1 << 20, &[0, 10, 20, 30]);
+        let ecmp = scheme("ecmp").unwrap();
+        for s in SCHEMES.iter().filter(|s| s.side == Side::Host) {
+            assert!(!s.reads_queues, "{}", s.name);
+            let (mut a, mut b) = (switch_of(s), switch_of(ecmp));
+            let mut rng = rng_for(6, Stream::Switch, 0);
+            let same = packets(2000)
+                .filter(|p| a.choose(p, &g, &mut rng) == b.choose(p, &g, &mut rng))
+                .count();
+            if s.own_switch_decoding {
+                assert!(same < 1000, "{}: {same}", s.name);
+            } else {
+                assert_eq!(same, 2000, "{}", s.name);
+            }
+        }
+        assert!(SCHEMES
+            .iter()
+            .all(|s| !s.own_switch_decoding || s.side == Side::Host));
+    }
+
+    #[test]
+    fn per_flow_host_state_stays_small() {
+        // One entry per flow (a million in a 1024-host all-to-all): large state is boxed.
+        assert!(std::mem::size_of::<HostLb>() <= 16);
     }
 }

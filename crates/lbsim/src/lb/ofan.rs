@@ -14,11 +14,39 @@
 //! reaches that still reach the destination), and schedules and pointers are rebuilt. Before
 //! convergence the old schedule is kept, so packets keep going onto a dead port. No options.
 
-use super::{PacketView, SwitchCtx, SwitchPolicy};
+use super::config::Options;
+use super::ecmp::FixedEntropy;
+use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
 use crate::net::{Port, Shape, Tier};
 use crate::rng::SimRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
+
+/// The `ofan` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "ofan",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "switch rotation per destination ToR/pod and class over an IWRR schedule",
+        options: &[],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = ();
+    type Host = FixedEntropy;
+    type Switch = Ofan;
+    fn config(_: &Options) {}
+    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
+        FixedEntropy::new(rng)
+    }
+    fn switch(_: &(), ctx: &SwitchCtx) -> Ofan {
+        Ofan::new(ctx)
+    }
+}
 
 fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 {
@@ -124,14 +152,12 @@ impl SwitchPolicy for Ofan {
         }
         r.next(pkt.is_ack)
     }
-}
 
-impl Ofan {
     /// After routing converged around a failure: the schedule is the IWRR of the converged
     /// weights, rebuilt (pointers re-randomized) whenever routing changes. At an aggregation
     /// switch the pointer is per destination pod; the weights of the first destination seen in
     /// that pod after the change are used.
-    pub fn choose_weighted(
+    fn choose_weighted(
         &mut self,
         pkt: &PacketView,
         _group: &[Port],

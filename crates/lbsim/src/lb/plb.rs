@@ -19,32 +19,76 @@
 //! "Nothing in flight" is packets sent minus ACKs received; the idealized transport never learns of
 //! a loss, so a dropped packet keeps the count above zero (the 12-round rule still applies).
 
-use super::{AckInfo, HostPolicy, ENTROPY_SPACE};
+use super::config::{Opt, Options};
+use super::ecmp::HashPolicy;
+use super::{AckInfo, FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
 
-/// PLB parameters (`load_balancing.plb_*`); defaults from the PLB paper and Linux.
+/// `load_balancing.plb_congested_fraction`: a round is congested when at least this fraction
+/// of its ACKs was ECN-marked (0.5, PLB's; the study's "change threshold" is 0.4).
+pub const CONGESTED_FRACTION: Opt<f64> = Opt::fraction("plb_congested_fraction", 0.5);
+/// `load_balancing.plb_rehash_rounds`: re-path after this many consecutive congested rounds,
+/// whatever is in flight (12, Linux).
+pub const REHASH_ROUNDS: Opt<u32> = Opt::count("plb_rehash_rounds", 12, 1, u32::MAX);
+/// `load_balancing.plb_idle_rehash_rounds`: re-path after this many consecutive congested
+/// rounds when nothing is in flight (3, Linux).
+pub const IDLE_REHASH_ROUNDS: Opt<u32> = Opt::count("plb_idle_rehash_rounds", 3, 1, u32::MAX);
+/// `load_balancing.plb_suspend_us`: after a timeout, no congestion re-path for this long
+/// (60 s, Linux).
+pub const SUSPEND: Opt<SimTime> = Opt::micros("plb_suspend_us", 60_000_000.0);
+
+/// The `plb` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "plb",
+        side: Side::Host,
+        granularity: "flowlet",
+        summary: "PLB: re-draw the flow's entropy after consecutive ECN-congested rounds",
+        options: &[
+            &CONGESTED_FRACTION.spec,
+            &REHASH_ROUNDS.spec,
+            &IDLE_REHASH_ROUNDS.spec,
+            &SUSPEND.spec,
+        ],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = PlbConfig;
+    type Host = Box<Plb>;
+    type Switch = HashPolicy;
+    fn config(o: &Options) -> PlbConfig {
+        PlbConfig {
+            congested_fraction: o.get(&CONGESTED_FRACTION),
+            rehash_rounds: o.get(&REHASH_ROUNDS),
+            idle_rehash_rounds: o.get(&IDLE_REHASH_ROUNDS),
+            suspend: o.get(&SUSPEND),
+        }
+    }
+    fn host(cfg: &PlbConfig, _: &FlowCtx, rng: &mut SimRng) -> Box<Plb> {
+        Box::new(Plb::new(*cfg, rng))
+    }
+    fn switch(_: &PlbConfig, ctx: &SwitchCtx) -> HashPolicy {
+        HashPolicy::new(ctx)
+    }
+}
+
+/// PLB parameters (the options above); defaults from the PLB paper and Linux.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlbConfig {
-    /// A round is congested when at least this fraction of its ACKs was ECN-marked (0.5).
     pub congested_fraction: f64,
-    /// Re-path after this many consecutive congested rounds regardless of in-flight data (12).
     pub rehash_rounds: u32,
-    /// Re-path after this many consecutive congested rounds when nothing is in flight (3).
     pub idle_rehash_rounds: u32,
-    /// After a timeout, no congestion-triggered re-path for this long (60 s).
     pub suspend: SimTime,
 }
 
 impl Default for PlbConfig {
     fn default() -> Self {
-        PlbConfig {
-            congested_fraction: 0.5,
-            rehash_rounds: 12,
-            idle_rehash_rounds: 3,
-            suspend: SimTime::from_us(60_000_000),
-        }
+        Def::config(&Options::defaults(&Def::INFO))
     }
 }
 

@@ -16,21 +16,63 @@
 //! ECN-marked ACKs, are not recycled. The idealized transport of the study never times out, so
 //! freezing only matters once a transport calls `on_timeout`.
 
-use super::{AckInfo, HostPolicy, ENTROPY_SPACE};
+use super::config::{Opt, Options};
+use super::ecmp::HashPolicy;
+use super::{AckInfo, FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
+
+/// `load_balancing.reps_freeze_us`: how long a flow stays frozen after a failure-like timeout
+/// (10 ms, REPS).
+pub const FREEZE: Opt<SimTime> = Opt::micros("reps_freeze_us", 10_000.0);
+/// `load_balancing.reps_explore_packets`: random entropies sent after leaving the frozen state
+/// (16, REPS).
+pub const EXPLORE_PACKETS: Opt<u32> = Opt::count("reps_explore_packets", 16, 0, u32::MAX);
+
+/// The `reps` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "reps",
+        side: Side::Host,
+        granularity: "packet",
+        summary: "REPS: reuse entropies of unmarked ACKs (8-slot ring), explore otherwise, freeze on failure",
+        options: &[&FREEZE.spec, &EXPLORE_PACKETS.spec],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = RepsConfig;
+    type Host = Box<Reps>;
+    type Switch = HashPolicy;
+    fn config(o: &Options) -> RepsConfig {
+        RepsConfig {
+            freeze: o.get(&FREEZE),
+            explore_packets: o.get(&EXPLORE_PACKETS),
+            trimming: false,
+        }
+    }
+    fn host(cfg: &RepsConfig, ctx: &FlowCtx, _: &mut SimRng) -> Box<Reps> {
+        Box::new(Reps::new(RepsConfig {
+            trimming: ctx.trimming,
+            ..*cfg
+        }))
+    }
+    fn switch(_: &RepsConfig, ctx: &SwitchCtx) -> HashPolicy {
+        HashPolicy::new(ctx)
+    }
+}
 
 const SLOTS: usize = 8;
 /// A timeout is taken for a failure only if max RTT < FREEZE_RTT_RATIO x min RTT (the paper).
 const FREEZE_RTT_RATIO: f64 = 1.65;
 
-/// REPS parameters (`load_balancing.reps_*`); defaults from the REPS paper.
+/// REPS parameters (the options above); defaults from the REPS paper.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RepsConfig {
-    /// How long a frozen flow keeps cycling its cached entropies (10 ms).
     pub freeze: SimTime,
-    /// Random entropies sent after leaving the frozen state (16 packets).
     pub explore_packets: u32,
     /// The fabric trims (set from the transport, not a `load_balancing` key): every timeout
     /// is taken for a failure.
@@ -39,11 +81,7 @@ pub struct RepsConfig {
 
 impl Default for RepsConfig {
     fn default() -> Self {
-        RepsConfig {
-            freeze: SimTime::from_us(10_000),
-            explore_packets: 16,
-            trimming: false,
-        }
+        Def::config(&Options::defaults(&Def::INFO))
     }
 }
 

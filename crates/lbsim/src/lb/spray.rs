@@ -1,10 +1,42 @@
 //! Oblivious packet spraying (OPS, the study's "Host Pkt"): a fresh uniform entropy per packet,
 //! with no feedback and no failure handling. Switches hash the label as in ECMP.
 
-use super::{HostPolicy, ENTROPY_SPACE};
+use super::config::Options;
+use super::ecmp::HashPolicy;
+use super::{FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
+
+/// The `host_spray` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "host_spray",
+        side: Side::Host,
+        granularity: "packet",
+        summary: "oblivious packet spraying (OPS): a fresh random entropy per packet",
+        options: &[],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = ();
+    type Host = Oblivious;
+    type Switch = HashPolicy;
+    fn config(_: &Options) {}
+    fn host(_: &(), _: &FlowCtx, _: &mut SimRng) -> Oblivious {
+        Oblivious
+    }
+    fn switch(_: &(), ctx: &SwitchCtx) -> HashPolicy {
+        HashPolicy::new(ctx)
+    }
+    /// No per-flow state: every flow shares one policy.
+    fn shared_host(_: &()) -> Option<Oblivious> {
+        Some(Oblivious)
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Oblivious;

@@ -3,12 +3,48 @@
 //! an idealized constant-rate sender no subflow ever lacks window, so round-robin is exactly what
 //! "send on whichever subflow has window" reduces to.
 
-use super::{HostPolicy, ENTROPY_SPACE};
+use super::config::{Opt, Options};
+use super::ecmp::HashPolicy;
+use super::{FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
 
-/// `load_balancing.subflows`: number of subflows per flow (default 4, the study's setting).
+/// `load_balancing.subflows`: subflows per flow, 1 to 1024 (4, the study's setting).
+pub const SUBFLOWS: Opt<u32> = Opt::count("subflows", 4, 1, 1024);
+
+/// The `subflow` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "subflow",
+        side: Side::Host,
+        granularity: "subflow",
+        summary:
+            "MPTCP-like: load_balancing.subflows (4) fixed entropies, packets striped round-robin",
+        options: &[&SUBFLOWS.spec],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = SubflowConfig;
+    type Host = Box<Subflows>;
+    type Switch = HashPolicy;
+    fn config(o: &Options) -> SubflowConfig {
+        SubflowConfig {
+            subflows: o.get(&SUBFLOWS),
+        }
+    }
+    fn host(cfg: &SubflowConfig, _: &FlowCtx, rng: &mut SimRng) -> Box<Subflows> {
+        Box::new(Subflows::new(*cfg, rng))
+    }
+    fn switch(_: &SubflowConfig, ctx: &SwitchCtx) -> HashPolicy {
+        HashPolicy::new(ctx)
+    }
+}
+
+/// The scheme's options.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SubflowConfig {
     pub subflows: u32,
@@ -16,7 +52,7 @@ pub struct SubflowConfig {
 
 impl Default for SubflowConfig {
     fn default() -> Self {
-        SubflowConfig { subflows: 4 }
+        Def::config(&Options::defaults(&Def::INFO))
     }
 }
 

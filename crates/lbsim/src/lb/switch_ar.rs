@@ -9,16 +9,58 @@
 //! study's description of the hardware assumes. Each switch in lbsim has a single next-hop group
 //! (its uplinks), so one cache per switch is exact.
 
+use super::config::{Opt, Options};
+use super::ecmp::FixedEntropy;
 use super::jsq::argmin_random_ties;
-use super::{PacketView, SwitchPolicy};
+use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use crate::time::SimTime;
 
-/// `load_balancing.ar_refresh_ns`: the bin refresh period (default 0: always fresh).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
+/// `load_balancing.ar_refresh_ns`: queue bins are refreshed at most this often (0: fresh on
+/// every packet; public simulators use 100).
+pub const REFRESH: Opt<SimTime> = Opt::nanos("ar_refresh_ns", 0.0);
+
+/// The `switch_ar` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "switch_ar",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "Spectrum-X style: lowest queue bin (5/10/20% of buffer), ties at random",
+        options: &[&REFRESH.spec],
+        reads_queues: true,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = ArConfig;
+    type Host = FixedEntropy;
+    type Switch = QuantizedAr;
+    fn config(o: &Options) -> ArConfig {
+        ArConfig {
+            refresh: o.get(&REFRESH),
+        }
+    }
+    fn host(_: &ArConfig, _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
+        FixedEntropy::new(rng)
+    }
+    fn switch(cfg: &ArConfig, _: &SwitchCtx) -> QuantizedAr {
+        QuantizedAr::new(*cfg)
+    }
+}
+
+/// The scheme's options.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ArConfig {
     pub refresh: SimTime,
+}
+
+impl Default for ArConfig {
+    fn default() -> Self {
+        Def::config(&Options::defaults(&Def::INFO))
+    }
 }
 
 /// The occupancy bin of a queue holding `queued` of `buffer` bytes.
@@ -54,28 +96,6 @@ impl QuantizedAr {
 }
 
 impl QuantizedAr {
-    /// After routing converged: the lowest bin among live ports (weight above zero), read from
-    /// the same refreshed bins as without failures.
-    pub fn choose_live(
-        &mut self,
-        pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
-        let live = |i: usize, b: u8| if w[i] == 0 { u8::MAX } else { b };
-        if self.cfg.refresh == SimTime::ZERO {
-            return argmin_random_ties(
-                group.len(),
-                |i| live(i, bin(group[i].queued_bytes, group[i].buffer_bytes)),
-                rng,
-            );
-        }
-        self.refresh(pkt, group);
-        let bins = &self.bins;
-        argmin_random_ties(bins.len(), |i| live(i, bins[i]), rng)
-    }
-
     fn refresh(&mut self, pkt: &PacketView, group: &[Port]) {
         let stale = match self.refreshed {
             None => true,
@@ -103,6 +123,28 @@ impl SwitchPolicy for QuantizedAr {
         self.refresh(pkt, group);
         let bins = &self.bins;
         argmin_random_ties(bins.len(), |i| bins[i], rng)
+    }
+
+    /// The lowest bin among live ports (weight above zero), read from the same refreshed bins
+    /// as without failures.
+    fn choose_weighted(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        let live = |i: usize, b: u8| if w[i] == 0 { u8::MAX } else { b };
+        if self.cfg.refresh == SimTime::ZERO {
+            return argmin_random_ties(
+                group.len(),
+                |i| live(i, bin(group[i].queued_bytes, group[i].buffer_bytes)),
+                rng,
+            );
+        }
+        self.refresh(pkt, group);
+        let bins = &self.bins;
+        argmin_random_ties(bins.len(), |i| live(i, bins[i]), rng)
     }
 }
 

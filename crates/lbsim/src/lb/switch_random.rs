@@ -2,10 +2,40 @@
 //! spraying, but decided per hop: its queues grow as a zero-drift random walk, Theta(sqrt m) in
 //! the message length m. No options.
 
-use super::{PacketView, SwitchPolicy};
+use super::config::Options;
+use super::ecmp::FixedEntropy;
+use super::{
+    weighted_pick, FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy,
+};
 use crate::net::Port;
 use crate::rng::SimRng;
 use rand::Rng;
+
+/// The `switch_random` scheme.
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "switch_random",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "a uniformly random next hop per packet (RSQ)",
+        options: &[],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = ();
+    type Host = FixedEntropy;
+    type Switch = RandomPort;
+    fn config(_: &Options) {}
+    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
+        FixedEntropy::new(rng)
+    }
+    fn switch(_: &(), _: &SwitchCtx) -> RandomPort {
+        RandomPort
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct RandomPort;
@@ -14,6 +44,17 @@ impl SwitchPolicy for RandomPort {
     #[inline]
     fn choose(&mut self, _pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
         rng.gen_range(0..group.len())
+    }
+
+    /// A random port in proportion to the weights.
+    fn choose_weighted(
+        &mut self,
+        _pkt: &PacketView,
+        _group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        weighted_pick(rng.gen(), w)
     }
 }
 

@@ -2,10 +2,41 @@
 //! a random order; after `reshuffle_after_wraps` passes the order is reshuffled at random, which
 //! breaks the lock-step that plain round-robin falls into. With reshuffling off it is plain RR.
 
-use super::{PacketView, SwitchPolicy};
+use super::config::Options;
+use super::ecmp::FixedEntropy;
+use super::{
+    weighted_pick, FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy,
+};
 use crate::net::Port;
 use crate::rng::SimRng;
 use rand::seq::SliceRandom;
+use rand::Rng;
+
+/// The `switch_rr` scheme (`switch_rr_simple` is the same policy without reshuffling).
+pub struct Def;
+
+impl Scheme for Def {
+    const INFO: SchemeInfo = SchemeInfo {
+        name: "switch_rr",
+        side: Side::Switch,
+        granularity: "packet",
+        summary: "switch round-robin over the next-hop group, order reshuffled after every 5 wraps",
+        options: &[],
+        reads_queues: false,
+        honours_weights: true,
+        own_switch_decoding: false,
+    };
+    type Config = ();
+    type Host = FixedEntropy;
+    type Switch = RoundRobin;
+    fn config(_: &Options) {}
+    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
+        FixedEntropy::new(rng)
+    }
+    fn switch(_: &(), _: &SwitchCtx) -> RoundRobin {
+        RoundRobin::new(RoundRobinConfig::default())
+    }
+}
 
 #[derive(Clone, Copy, Debug)]
 pub struct RoundRobinConfig {
@@ -55,6 +86,25 @@ impl SwitchPolicy for RoundRobin {
             self.order.shuffle(rng);
         }
         pick as usize
+    }
+
+    /// Walks the rotation, accepting a port with probability weight / max weight: dead ports
+    /// are skipped, degraded ones visited proportionally less.
+    fn choose_weighted(
+        &mut self,
+        pkt: &PacketView,
+        group: &[Port],
+        w: &[u32],
+        rng: &mut SimRng,
+    ) -> usize {
+        let max = w.iter().copied().max().unwrap_or(0).max(1);
+        for _ in 0..64 {
+            let i = self.choose(pkt, group, rng);
+            if w[i] == max || (w[i] > 0 && rng.gen_range(0..max) < w[i]) {
+                return i;
+            }
+        }
+        weighted_pick(rng.gen(), w)
     }
 }
 

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use crate::engine::EventQueue;
 use crate::failure::{self, Effect, Fault, Weights};
 use crate::ids::{FlowId, HostId, NodeId, PortId, SwitchId};
-use crate::lb::{AckInfo, HostLbs, PacketView, SwitchCtx, SwitchKind, SwitchLb};
+use crate::lb::{AckInfo, HostLbs, PacketView, SwitchCtx, SwitchLb};
 use crate::net::{Packet, PacketKind, Port, Route, Slots};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
@@ -299,7 +299,7 @@ impl Simulation {
                     salt: crate::rng::derive_seed(seed, Stream::Salt, s as u64),
                 };
                 Switch {
-                    lb: SwitchLb::new(sc.scheme.switch, &ctx, lb_cfg),
+                    lb: SwitchLb::new(sc.scheme, &ctx, lb_cfg),
                     rng: rng_for(seed, Stream::Switch, s as u64),
                 }
             })
@@ -312,7 +312,7 @@ impl Simulation {
         let ccs = &st.ccs;
         let reliable = lr != LossRecoveryKind::IdealErasure || cc_kind != CcKind::Constant;
         let host_lbs = HostLbs::new(
-            sc.scheme.host,
+            sc.scheme,
             sc.flows.iter().map(|f| (f.src, f.dst)),
             topo,
             lb_cfg,
@@ -398,15 +398,7 @@ impl Simulation {
             completed: 0,
             counters: Counters::default(),
             ended: None,
-            sync_groups: !matches!(
-                sc.scheme.switch,
-                SwitchKind::Hash
-                    | SwitchKind::RoundRobin
-                    | SwitchKind::PlainRoundRobin
-                    | SwitchKind::Random
-                    | SwitchKind::Ofan
-                    | SwitchKind::SourceRouted
-            ),
+            sync_groups: sc.scheme.reads_queues,
             controls,
             routing_cap: vec![failure::FULL_CAPACITY; topo.links.len()],
             weights: Weights::default(),
