@@ -2,6 +2,7 @@
 //! randomness owns a xoshiro256++ stream derived from the scenario seed, a component tag and an
 //! index, so adding a component never perturbs another one's draws.
 
+use rand::distributions::uniform::{UniformInt, UniformSampler};
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -52,10 +53,27 @@ pub fn packet_rng(base: u64, index: u64, n: u64) -> SimRng {
     SimRng::seed_from_u64(mix64(mix64(base ^ index) ^ n))
 }
 
+/// A uniform draw from `0..n` (n > 0), for per-packet decisions: the same draw as
+/// `rng.gen_range(0..n)`, which is this call after a check that the range is not empty, spelled
+/// so that it inlines into a switch policy's loop (measured: `gen_range` itself stayed an
+/// out-of-line call there, 1.7% more instructions on the switch_ar all-to-all).
+#[inline]
+pub fn below(rng: &mut SimRng, n: u32) -> u32 {
+    UniformInt::<u32>::sample_single(0, n, rng)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::Rng;
+
+    #[test]
+    fn below_is_gen_range() {
+        let (mut a, mut b) = (rng_for(1, Stream::Switch, 0), rng_for(1, Stream::Switch, 0));
+        for n in (1..500u32).chain([u32::MAX, 1 << 31, 3 << 29]) {
+            assert_eq!(below(&mut a, n), b.gen_range(0..n));
+        }
+    }
 
     #[test]
     fn streams_are_reproducible_and_distinct() {

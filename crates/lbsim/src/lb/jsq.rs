@@ -6,8 +6,7 @@ use super::config::Options;
 use super::ecmp::FixedEntropy;
 use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
 use crate::net::Port;
-use crate::rng::SimRng;
-use rand::Rng;
+use crate::rng::{below, SimRng};
 
 /// The `switch_jsq` scheme.
 pub struct Def;
@@ -53,7 +52,7 @@ pub fn argmin_random_ties<K: Ord + Copy>(
             ties = 1;
         } else if k == best_key {
             ties += 1;
-            if rng.gen_range(0..ties) == 0 {
+            if below(rng, ties) == 0 {
                 best = i;
             }
         }
