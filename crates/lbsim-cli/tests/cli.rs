@@ -132,6 +132,22 @@ fn list_names_schemes_workloads_topologies() {
     ] {
         assert!(s.contains(n), "list lacks {n}");
     }
+    // Every registered scheme gets a line: name, who decides, granularity, summary.
+    for sc in lbsim::lb::SCHEMES {
+        let side = match sc.side {
+            lbsim::lb::Side::Host => "host",
+            lbsim::lb::Side::Switch => "switch",
+        };
+        assert!(
+            s.lines().any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 3 && w[..3] == [sc.name, side, sc.granularity]
+            }),
+            "list lacks {}:\n{s}",
+            sc.name
+        );
+    }
+    assert!(s.contains("switch_p2c         switch packet   power of two choices"));
 }
 
 #[test]

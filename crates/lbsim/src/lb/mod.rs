@@ -29,6 +29,7 @@ pub mod spray;
 pub mod switch_rr;
 pub mod switch_rr_simple;
 pub mod switch_random;
+pub mod switch_p2c;
 pub mod jsq;
 pub mod switch_ar;
 pub mod reps;
@@ -499,7 +500,12 @@ mod tests {
     fn registry_names_are_unique_and_snake_case() {
         let names = scheme_names();
         for (i, n) in names.iter().enumerate() {
-            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{n}");
+            assert!(
+                n.starts_with(|c: char| c.is_ascii_lowercase())
+                    && n.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{n}"
+            );
             assert!(!names[i + 1..].contains(n), "duplicate {n}");
         }
         assert!(scheme("ecmp").is_some());
