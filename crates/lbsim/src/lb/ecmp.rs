@@ -2,10 +2,9 @@
 //! its own salt) onto the next-hop group. Per-switch salts avoid hash polarization (the same
 //! choice at every tier). The hash is also what routes host-sprayed packets: a label names a path.
 
-use super::config::Options;
 use super::{
-    weighted_pick, FlowCtx, HostPolicy, PacketView, Scheme, SchemeInfo, Side, SwitchCtx,
-    SwitchPolicy, ENTROPY_SPACE,
+    weighted_pick, HostPolicy, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy,
+    ENTROPY_SPACE,
 };
 use crate::net::Port;
 use crate::rng::{mix64, SimRng};
@@ -26,16 +25,7 @@ impl Scheme for Def {
         honours_weights: true,
         own_switch_decoding: false,
     };
-    type Config = ();
-    type Host = FixedEntropy;
-    type Switch = HashPolicy;
-    fn config(_: &Options) {}
-    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
-        FixedEntropy::new(rng)
-    }
-    fn switch(_: &(), ctx: &SwitchCtx) -> HashPolicy {
-        HashPolicy::new(ctx)
-    }
+    switch_side_scheme!(HashPolicy, |ctx| HashPolicy::new(ctx));
 }
 
 /// Host side of ECMP (and of the switch-decided schemes): one random entropy per flow.

@@ -2,9 +2,7 @@
 //! bytes, ties broken uniformly at random. Exact and instantaneous; synchronized flows still pile
 //! onto the same momentarily-short port, so its queues grow as Theta(m). No options.
 
-use super::config::Options;
-use super::ecmp::FixedEntropy;
-use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
+use super::{PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::{below, SimRng};
 
@@ -22,16 +20,7 @@ impl Scheme for Def {
         honours_weights: true,
         own_switch_decoding: false,
     };
-    type Config = ();
-    type Host = FixedEntropy;
-    type Switch = Jsq;
-    fn config(_: &Options) {}
-    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
-        FixedEntropy::new(rng)
-    }
-    fn switch(_: &(), _: &SwitchCtx) -> Jsq {
-        Jsq
-    }
+    switch_side_scheme!(Jsq, |_| Jsq);
 }
 
 /// The index of the smallest key, ties uniformly at random (reservoir sampling over the ties).

@@ -14,6 +14,28 @@
 //! with their `match` dispatch, so a packet hop costs no virtual call. Adding a scheme is one new
 //! file and one line in that block.
 
+/// The `Scheme` items that every switch-side scheme without options shares: no config, and hosts
+/// keep one fixed entropy per flow (as ECMP's do). `$build` makes one switch's policy from its
+/// context.
+macro_rules! switch_side_scheme {
+    ($switch:ty, |$ctx:pat_param| $build:expr) => {
+        type Config = ();
+        type Host = $crate::lb::ecmp::FixedEntropy;
+        type Switch = $switch;
+        fn config(_: &$crate::lb::config::Options) {}
+        fn host(
+            _: &(),
+            _: &$crate::lb::FlowCtx,
+            rng: &mut $crate::rng::SimRng,
+        ) -> $crate::lb::ecmp::FixedEntropy {
+            $crate::lb::ecmp::FixedEntropy::new(rng)
+        }
+        fn switch(_: &(), $ctx: &$crate::lb::SwitchCtx) -> $switch {
+            $build
+        }
+    };
+}
+
 pub mod config;
 #[cfg(test)]
 mod testutil;

@@ -14,9 +14,7 @@
 //! reaches that still reach the destination), and schedules and pointers are rebuilt. Before
 //! convergence the old schedule is kept, so packets keep going onto a dead port. No options.
 
-use super::config::Options;
-use super::ecmp::FixedEntropy;
-use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
+use super::{PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
 use crate::net::{Port, Shape, Tier};
 use crate::rng::SimRng;
 use rand::seq::SliceRandom;
@@ -36,16 +34,7 @@ impl Scheme for Def {
         honours_weights: true,
         own_switch_decoding: false,
     };
-    type Config = ();
-    type Host = FixedEntropy;
-    type Switch = Ofan;
-    fn config(_: &Options) {}
-    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
-        FixedEntropy::new(rng)
-    }
-    fn switch(_: &(), ctx: &SwitchCtx) -> Ofan {
-        Ofan::new(ctx)
-    }
+    switch_side_scheme!(Ofan, |ctx| Ofan::new(ctx));
 }
 
 fn gcd(a: u32, b: u32) -> u32 {

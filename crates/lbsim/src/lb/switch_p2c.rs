@@ -12,9 +12,7 @@
 //! above zero) only, uniformly: a degraded port's slower queue is what steers packets away from
 //! it. No options.
 
-use super::config::Options;
-use super::ecmp::FixedEntropy;
-use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
+use super::{PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::{below, SimRng};
 
@@ -32,16 +30,7 @@ impl Scheme for Def {
         honours_weights: true,
         own_switch_decoding: false,
     };
-    type Config = ();
-    type Host = FixedEntropy;
-    type Switch = TwoChoices;
-    fn config(_: &Options) {}
-    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
-        FixedEntropy::new(rng)
-    }
-    fn switch(_: &(), _: &SwitchCtx) -> TwoChoices {
-        TwoChoices
-    }
+    switch_side_scheme!(TwoChoices, |_| TwoChoices);
 }
 
 /// Two distinct indices of `0..n` (n >= 2), uniformly at random, in the order drawn: the

@@ -2,11 +2,7 @@
 //! spraying, but decided per hop: its queues grow as a zero-drift random walk, Theta(sqrt m) in
 //! the message length m. No options.
 
-use super::config::Options;
-use super::ecmp::FixedEntropy;
-use super::{
-    weighted_pick, FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy,
-};
+use super::{weighted_pick, PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use rand::Rng;
@@ -25,16 +21,7 @@ impl Scheme for Def {
         honours_weights: true,
         own_switch_decoding: false,
     };
-    type Config = ();
-    type Host = FixedEntropy;
-    type Switch = RandomPort;
-    fn config(_: &Options) {}
-    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
-        FixedEntropy::new(rng)
-    }
-    fn switch(_: &(), _: &SwitchCtx) -> RandomPort {
-        RandomPort
-    }
+    switch_side_scheme!(RandomPort, |_| RandomPort);
 }
 
 #[derive(Clone, Debug, Default)]

@@ -2,11 +2,7 @@
 //! a random order; after `reshuffle_after_wraps` passes the order is reshuffled at random, which
 //! breaks the lock-step that plain round-robin falls into. With reshuffling off it is plain RR.
 
-use super::config::Options;
-use super::ecmp::FixedEntropy;
-use super::{
-    weighted_pick, FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy,
-};
+use super::{weighted_pick, PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use rand::seq::SliceRandom;
@@ -26,16 +22,7 @@ impl Scheme for Def {
         honours_weights: true,
         own_switch_decoding: false,
     };
-    type Config = ();
-    type Host = FixedEntropy;
-    type Switch = RoundRobin;
-    fn config(_: &Options) {}
-    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
-        FixedEntropy::new(rng)
-    }
-    fn switch(_: &(), _: &SwitchCtx) -> RoundRobin {
-        RoundRobin::new(RoundRobinConfig::default())
-    }
+    switch_side_scheme!(RoundRobin, |_| RoundRobin::new(RoundRobinConfig::default()));
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -2,11 +2,8 @@
 //! `switch_rr` in one random order drawn at first use and never reshuffled, so synchronized
 //! flows can stay in lock-step on the same ports. No options.
 
-use super::config::Options;
-use super::ecmp::FixedEntropy;
 use super::switch_rr::{RoundRobin, RoundRobinConfig};
-use super::{FlowCtx, Scheme, SchemeInfo, Side, SwitchCtx};
-use crate::rng::SimRng;
+use super::{Scheme, SchemeInfo, Side};
 
 /// The `switch_rr_simple` scheme.
 pub struct Def;
@@ -22,16 +19,9 @@ impl Scheme for Def {
         honours_weights: true,
         own_switch_decoding: false,
     };
-    type Config = ();
-    type Host = FixedEntropy;
-    type Switch = RoundRobin;
-    fn config(_: &Options) {}
-    fn host(_: &(), _: &FlowCtx, rng: &mut SimRng) -> FixedEntropy {
-        FixedEntropy::new(rng)
-    }
-    fn switch(_: &(), _: &SwitchCtx) -> RoundRobin {
+    switch_side_scheme!(RoundRobin, |_| {
         RoundRobin::new(RoundRobinConfig {
             reshuffle_after_wraps: 0,
         })
-    }
+    });
 }
