@@ -23,7 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_positive, check_range, AckSample, CcCtx, LossKind};
+use super::{check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind};
 use crate::time::{BitsPerSec, SimTime};
 
 /// `[transport.dcqcn]`; defaults are the DCQCN paper's recommended settings (g, both timers,
@@ -160,35 +160,6 @@ impl Dcqcn {
         self.rt
     }
 
-    pub fn on_send(&mut self, now: SimTime, bytes: u64) {
-        self.advance(now);
-        self.bytes += bytes;
-        while self.bytes >= self.byte_counter {
-            self.bytes -= self.byte_counter;
-            self.increase(Stage::Bytes);
-        }
-    }
-
-    pub fn on_ack(&mut self, s: &AckSample) {
-        self.advance(s.now);
-        if !s.cnp {
-            return;
-        }
-        self.rt = self.rc;
-        self.rc = self.clamp(self.rc * (1.0 - self.alpha / 2.0));
-        self.alpha = (1.0 - self.g) * self.alpha + self.g;
-        self.t = 0;
-        self.bc = 0;
-        self.bytes = 0;
-        self.timers = Some(Timers {
-            rate: s.now + self.timer,
-            alpha: s.now + self.alpha_timer,
-        });
-    }
-
-    /// RoCE leaves losses to PFC and go-back-N: no rate change.
-    pub fn on_loss(&mut self, _now: SimTime, _bytes: u64, _kind: LossKind) {}
-
     /// Replays every timer expiry at or before `now`, earliest first (rate timer first on a tie).
     fn advance(&mut self, now: SimTime) {
         let Some(mut tm) = self.timers else { return };
@@ -232,19 +203,36 @@ impl Dcqcn {
     }
 }
 
-impl super::CongestionControl for Dcqcn {
+impl CongestionControl for Dcqcn {
     fn rate(&mut self, now: SimTime) -> Option<BitsPerSec> {
         Some(Dcqcn::rate(self, now))
     }
     fn on_send(&mut self, now: SimTime, bytes: u64) {
-        Dcqcn::on_send(self, now, bytes)
+        self.advance(now);
+        self.bytes += bytes;
+        while self.bytes >= self.byte_counter {
+            self.bytes -= self.byte_counter;
+            self.increase(Stage::Bytes);
+        }
     }
     fn on_ack(&mut self, s: &AckSample) {
-        Dcqcn::on_ack(self, s)
+        self.advance(s.now);
+        if !s.cnp {
+            return;
+        }
+        self.rt = self.rc;
+        self.rc = self.clamp(self.rc * (1.0 - self.alpha / 2.0));
+        self.alpha = (1.0 - self.g) * self.alpha + self.g;
+        self.t = 0;
+        self.bc = 0;
+        self.bytes = 0;
+        self.timers = Some(Timers {
+            rate: s.now + self.timer,
+            alpha: s.now + self.alpha_timer,
+        });
     }
-    fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
-        Dcqcn::on_loss(self, now, bytes, kind)
-    }
+    /// RoCE leaves losses to PFC and go-back-N: no rate change.
+    fn on_loss(&mut self, _now: SimTime, _bytes: u64, _kind: LossKind) {}
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_positive, check_range, AckSample, CcCtx, LossKind};
+use super::{check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind};
 use crate::time::SimTime;
 
 /// `[transport.dctcp]`
@@ -123,34 +123,6 @@ impl Dctcp {
         self.alpha
     }
 
-    pub fn on_send(&mut self, _now: SimTime, bytes: u64) {
-        self.sent += bytes;
-    }
-
-    pub fn on_ack(&mut self, s: &AckSample) {
-        self.retired += s.acked_bytes;
-        if self.window_end.is_none() {
-            self.window_end = Some(self.sent);
-        }
-        self.win_acked += s.acked_bytes;
-        if s.ecn {
-            self.win_marked += s.acked_bytes;
-        }
-        if self.win_marked == 0 && !self.win_cut {
-            self.cwnd += self.ai_bytes * s.acked_bytes as f64 / self.cwnd;
-        }
-        self.maybe_end_window();
-    }
-
-    pub fn on_loss(&mut self, _now: SimTime, bytes: u64, _kind: LossKind) {
-        self.retired += bytes;
-        if !self.win_cut {
-            self.cwnd = (self.cwnd / 2.0).max(self.min_cwnd);
-            self.win_cut = true;
-        }
-        self.maybe_end_window();
-    }
-
     fn maybe_end_window(&mut self) {
         let Some(end) = self.window_end else { return };
         if self.retired < end {
@@ -172,18 +144,34 @@ impl Dctcp {
     }
 }
 
-impl super::CongestionControl for Dctcp {
+impl CongestionControl for Dctcp {
     fn window(&self) -> Option<u64> {
         Some(Dctcp::window(self))
     }
-    fn on_send(&mut self, now: SimTime, bytes: u64) {
-        Dctcp::on_send(self, now, bytes)
+    fn on_send(&mut self, _now: SimTime, bytes: u64) {
+        self.sent += bytes;
     }
     fn on_ack(&mut self, s: &AckSample) {
-        Dctcp::on_ack(self, s)
+        self.retired += s.acked_bytes;
+        if self.window_end.is_none() {
+            self.window_end = Some(self.sent);
+        }
+        self.win_acked += s.acked_bytes;
+        if s.ecn {
+            self.win_marked += s.acked_bytes;
+        }
+        if self.win_marked == 0 && !self.win_cut {
+            self.cwnd += self.ai_bytes * s.acked_bytes as f64 / self.cwnd;
+        }
+        self.maybe_end_window();
     }
-    fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
-        Dctcp::on_loss(self, now, bytes, kind)
+    fn on_loss(&mut self, _now: SimTime, bytes: u64, _kind: LossKind) {
+        self.retired += bytes;
+        if !self.win_cut {
+            self.cwnd = (self.cwnd / 2.0).max(self.min_cwnd);
+            self.win_cut = true;
+        }
+        self.maybe_end_window();
     }
 }
 

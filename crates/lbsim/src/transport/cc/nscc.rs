@@ -33,7 +33,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_positive, check_range, AckSample, CcCtx, LossKind};
+use super::{check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind};
 use crate::time::SimTime;
 
 /// UEC's reference network, on which the increase constants are defined: 100 Gb/s x 12 us.
@@ -244,62 +244,6 @@ impl Nscc {
         SimTime(self.target.round() as u64)
     }
 
-    pub fn on_send(&mut self, _now: SimTime, _bytes: u64) {}
-
-    pub fn on_ack(&mut self, s: &AckSample) {
-        let now = s.now;
-        let delay = s.rtt.ps().saturating_sub(self.base_rtt.ps()) as f64;
-        self.sample_delay(now, delay);
-        let adapted = self.quick_adapt(now, delay > self.qa_delay);
-        self.epoch_acked += s.acked_bytes;
-        if adapted {
-            return;
-        }
-        if s.ecn || delay >= self.fast_delay {
-            self.fast = false;
-            self.fast_count = 0;
-        }
-        let acked = s.acked_bytes as f64;
-        match (s.ecn, delay >= self.target) {
-            (false, false) => {
-                if delay < self.fast_delay {
-                    self.fast_count += s.acked_bytes;
-                    self.fast |= self.fast_count as f64 >= self.cwnd;
-                }
-                self.pending += if self.fast {
-                    self.fast_scale * acked
-                } else {
-                    self.prop_bytes * (self.target - delay) / self.target * acked / self.cwnd
-                };
-            }
-            (false, true) => self.pending += self.fair_bytes * acked / self.cwnd,
-            (true, true) => self.decrease(now),
-            (true, false) => {}
-        }
-        self.acked_since_apply += s.acked_bytes;
-        let last = *self.last_apply.get_or_insert(now);
-        if self.acked_since_apply >= self.apply_bytes || since(now, last) >= self.base_rtt {
-            self.cwnd = (self.cwnd + self.pending).clamp(self.min_cwnd, self.max_cwnd);
-            self.pending = 0.0;
-            self.acked_since_apply = 0;
-            self.last_apply = Some(now);
-        }
-    }
-
-    pub fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
-        match kind {
-            LossKind::Timeout => {
-                self.cwnd = self.min_cwnd;
-                self.reset_increase();
-            }
-            LossKind::Nack | LossKind::Reorder => {
-                if !self.quick_adapt(now, kind == LossKind::Nack) {
-                    self.cwnd = (self.cwnd - bytes as f64).max(self.min_cwnd);
-                }
-            }
-        }
-    }
-
     fn sample_delay(&mut self, now: SimTime, delay: f64) {
         self.avg_delay = Some(match self.avg_delay {
             None => delay,
@@ -362,18 +306,62 @@ fn since(now: SimTime, then: SimTime) -> SimTime {
     SimTime(now.ps().saturating_sub(then.ps()))
 }
 
-impl super::CongestionControl for Nscc {
+impl CongestionControl for Nscc {
     fn window(&self) -> Option<u64> {
         Some(Nscc::window(self))
     }
-    fn on_send(&mut self, now: SimTime, bytes: u64) {
-        Nscc::on_send(self, now, bytes)
-    }
+    fn on_send(&mut self, _now: SimTime, _bytes: u64) {}
     fn on_ack(&mut self, s: &AckSample) {
-        Nscc::on_ack(self, s)
+        let now = s.now;
+        let delay = s.rtt.ps().saturating_sub(self.base_rtt.ps()) as f64;
+        self.sample_delay(now, delay);
+        let adapted = self.quick_adapt(now, delay > self.qa_delay);
+        self.epoch_acked += s.acked_bytes;
+        if adapted {
+            return;
+        }
+        if s.ecn || delay >= self.fast_delay {
+            self.fast = false;
+            self.fast_count = 0;
+        }
+        let acked = s.acked_bytes as f64;
+        match (s.ecn, delay >= self.target) {
+            (false, false) => {
+                if delay < self.fast_delay {
+                    self.fast_count += s.acked_bytes;
+                    self.fast |= self.fast_count as f64 >= self.cwnd;
+                }
+                self.pending += if self.fast {
+                    self.fast_scale * acked
+                } else {
+                    self.prop_bytes * (self.target - delay) / self.target * acked / self.cwnd
+                };
+            }
+            (false, true) => self.pending += self.fair_bytes * acked / self.cwnd,
+            (true, true) => self.decrease(now),
+            (true, false) => {}
+        }
+        self.acked_since_apply += s.acked_bytes;
+        let last = *self.last_apply.get_or_insert(now);
+        if self.acked_since_apply >= self.apply_bytes || since(now, last) >= self.base_rtt {
+            self.cwnd = (self.cwnd + self.pending).clamp(self.min_cwnd, self.max_cwnd);
+            self.pending = 0.0;
+            self.acked_since_apply = 0;
+            self.last_apply = Some(now);
+        }
     }
     fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
-        Nscc::on_loss(self, now, bytes, kind)
+        match kind {
+            LossKind::Timeout => {
+                self.cwnd = self.min_cwnd;
+                self.reset_increase();
+            }
+            LossKind::Nack | LossKind::Reorder => {
+                if !self.quick_adapt(now, kind == LossKind::Nack) {
+                    self.cwnd = (self.cwnd - bytes as f64).max(self.min_cwnd);
+                }
+            }
+        }
     }
 }
 

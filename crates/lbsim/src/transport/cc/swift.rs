@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_positive, check_range, AckSample, CcCtx, LossKind};
+use super::{check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind};
 use crate::time::{BitsPerSec, SimTime};
 
 /// Without `median_window`, MSwift's window follows cwnd in packets, up to this many samples.
@@ -261,9 +261,28 @@ impl Swift {
         self.fixed_target + fs.clamp(0.0, self.fs_range)
     }
 
-    pub fn on_send(&mut self, _now: SimTime, _bytes: u64) {}
+    /// At most one decrease per smoothed RTT: the delay of packets sent before a cut does not
+    /// reflect it yet.
+    fn can_decrease(&self, now: SimTime) -> bool {
+        match self.last_decrease {
+            None => true,
+            Some(t) => {
+                let rtt = self.srtt.unwrap_or(self.base_rtt);
+                now.ps().saturating_sub(t.ps()) as f64 >= rtt
+            }
+        }
+    }
+}
 
-    pub fn on_ack(&mut self, s: &AckSample) {
+impl CongestionControl for Swift {
+    fn window(&self) -> Option<u64> {
+        Some(Swift::window(self))
+    }
+    fn rate(&mut self, _now: SimTime) -> Option<BitsPerSec> {
+        self.pacing_rate()
+    }
+    fn on_send(&mut self, _now: SimTime, _bytes: u64) {}
+    fn on_ack(&mut self, s: &AckSample) {
         self.timeouts_in_row = 0;
         let rtt = s.rtt.ps();
         self.srtt = Some(match self.srtt {
@@ -293,8 +312,7 @@ impl Swift {
         }
         self.cwnd = self.cwnd.clamp(self.min_cwnd, self.max_cwnd);
     }
-
-    pub fn on_loss(&mut self, now: SimTime, _bytes: u64, kind: LossKind) {
+    fn on_loss(&mut self, now: SimTime, _bytes: u64, kind: LossKind) {
         match kind {
             LossKind::Reorder if self.median.is_some() => {}
             LossKind::Reorder | LossKind::Nack => {
@@ -313,36 +331,6 @@ impl Swift {
                 self.last_decrease = Some(now);
             }
         }
-    }
-
-    /// At most one decrease per smoothed RTT: the delay of packets sent before a cut does not
-    /// reflect it yet.
-    fn can_decrease(&self, now: SimTime) -> bool {
-        match self.last_decrease {
-            None => true,
-            Some(t) => {
-                let rtt = self.srtt.unwrap_or(self.base_rtt);
-                now.ps().saturating_sub(t.ps()) as f64 >= rtt
-            }
-        }
-    }
-}
-
-impl super::CongestionControl for Swift {
-    fn window(&self) -> Option<u64> {
-        Some(Swift::window(self))
-    }
-    fn rate(&mut self, _now: SimTime) -> Option<BitsPerSec> {
-        self.pacing_rate()
-    }
-    fn on_send(&mut self, now: SimTime, bytes: u64) {
-        Swift::on_send(self, now, bytes)
-    }
-    fn on_ack(&mut self, s: &AckSample) {
-        Swift::on_ack(self, s)
-    }
-    fn on_loss(&mut self, now: SimTime, bytes: u64, kind: LossKind) {
-        Swift::on_loss(self, now, bytes, kind)
     }
 }
 
