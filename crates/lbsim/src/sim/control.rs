@@ -21,15 +21,19 @@ impl Simulation {
             .collect();
         // A flow whose rate was zero (every path through a cut down) waits with no wake-up
         // scheduled; once its rate is positive again it may send at once.
+        // One wake-up per host, however many of its flows resume.
         let now = self.now;
+        let mut woken = std::collections::BTreeSet::new();
         for (i, r) in rates.iter().enumerate() {
             let flow = &mut self.flows[i];
             if r.0 > 0 && flow.next_send == SimTime::MAX {
                 flow.next_send = now;
-                let h = flow.src;
-                self.hosts[h.idx()].wake_pending = true;
-                self.events.push(now, Event::HostWake(h).into());
+                woken.insert(flow.src);
             }
+        }
+        for h in woken {
+            self.hosts[h.idx()].wake_pending = true;
+            self.events.push(now, Event::HostWake(h).into());
         }
         self.flow_rates = Some(rates);
     }
