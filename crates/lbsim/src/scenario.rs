@@ -369,6 +369,17 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Flows keep loss-recovery and CC state: anything but the idealized stack (ideal erasure
+    /// at a constant rate), which needs neither.
+    pub fn reliable(&self) -> bool {
+        self.loss_recovery != LossRecoveryKind::IdealErasure || self.cc != CcKind::Constant
+    }
+
+    /// Ports put control packets ahead of data, in a buffer of their own (trimming, EQDS).
+    pub fn priority_ports(&self) -> bool {
+        self.loss_recovery == LossRecoveryKind::Trim || self.cc == CcKind::Eqds
+    }
+
     fn resolve(file: &ScenarioFile, topology: &Topology) -> Settings {
         let t = &file.topology;
         let tr = &file.transport;

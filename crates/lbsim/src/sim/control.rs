@@ -1,20 +1,107 @@
 //! The control plane: fabric changes (failures, recoveries, routing convergence), failure-aware
 //! rates, and the triggers that start dependent flows.
 
-use super::*;
+use super::fabric::Fabric;
+use super::host::{Hosts, Rates};
+use super::{Cx, Event};
+use crate::engine::EventQueue;
+use crate::failure::{self, Effect, Fault, Weights};
+use crate::ids::FlowId;
+use crate::rng::{rng_for, Stream};
+use crate::scenario::Scenario;
+use crate::time::{BitsPerSec, SimTime};
+use crate::transport::Flow;
+use crate::workload::Dependencies;
 
 /// `Stream::Failure` indices of the flaky ports' loss chains (two per failed cable), above the
 /// indices failure resolution draws its random cables from.
 const FLAKY_STREAMS: u64 = 1 << 32;
 
-impl Simulation {
+/// A scheduled change of the fabric.
+#[derive(Clone, Copy, Debug)]
+enum Control {
+    Fail(usize),
+    Recover(usize),
+    /// Routing learns the current state of failure `i`'s links.
+    Converge(usize),
+}
+
+pub(super) struct ControlPlane {
+    /// The scheduled changes, indexed by `Event::Control`.
+    controls: Vec<Control>,
+    /// Routing's belief of each port's capacity (hundredths), updated on convergence.
+    routing_cap: Vec<u32>,
+    /// Each port's actual capacity (hundredths), for the failure-aware rates.
+    actual_cap: Vec<u32>,
+    /// Per-flow sending rates (failure-aware idealized CC), recomputed when links fail or recover.
+    flow_rates: Option<Vec<BitsPerSec>>,
+    /// Whether `flow_rates` has been computed once (at the run's start).
+    computed: bool,
+    /// Activations received by each trigger.
+    trigger_counts: Vec<u32>,
+    line_rate: BitsPerSec,
+}
+
+impl ControlPlane {
+    /// Schedules every failure's change, recovery and convergence in `events`.
+    pub(super) fn new(
+        sc: &Scenario,
+        line_rate: BitsPerSec,
+        events: &mut EventQueue<super::Packed>,
+    ) -> ControlPlane {
+        let mut controls = Vec::new();
+        for (i, f) in sc.failures.iter().enumerate() {
+            let mut at = |t: SimTime, c: Control| {
+                events.push(t, Event::Control(controls.len() as u32).into());
+                controls.push(c);
+            };
+            at(f.at, Control::Fail(i));
+            if let Some(g) = sc.convergence {
+                at(f.at + g, Control::Converge(i));
+            }
+            if let Some(r) = f.recover {
+                at(r, Control::Recover(i));
+                if let Some(g) = sc.convergence {
+                    at(r + g, Control::Converge(i));
+                }
+            }
+        }
+        let links = sc.topology.links.len();
+        ControlPlane {
+            controls,
+            routing_cap: vec![failure::FULL_CAPACITY; links],
+            actual_cap: vec![failure::FULL_CAPACITY; links],
+            flow_rates: None,
+            computed: false,
+            trigger_counts: vec![0; sc.deps.triggers.len()],
+            line_rate,
+        }
+    }
+
+    pub(super) fn rates_computed(&self) -> bool {
+        self.computed
+    }
+
+    /// The per-flow rate caps the hosts' NICs apply, if any.
+    #[inline(always)]
+    pub(super) fn rates(&self) -> Rates<'_> {
+        self.flow_rates.as_deref()
+    }
+
     /// Recomputes the failure-aware per-flow rates from the links' actual capacities.
-    pub(super) fn update_flow_rates(&mut self) {
-        if !self.sc.settings.failure_aware_rate {
+    pub(super) fn update_flow_rates(
+        &mut self,
+        cx: &mut Cx,
+        sc: &Scenario,
+        flows: &mut [Flow],
+        hosts: &mut Hosts,
+    ) {
+        self.computed = true;
+        if !sc.settings.failure_aware_rate {
             return;
         }
-        let shares = failure::flow_shares(&self.sc.topology, &self.sc.flows, &self.actual_cap);
-        let line = self.pace_rate.0 as f64;
+        let shares = failure::flow_shares(&sc.topology, &sc.flows, &self.actual_cap);
+        let line = self.line_rate.0 as f64;
         let rates: Vec<BitsPerSec> = shares
             .iter()
             .map(|s| BitsPerSec((line * s).round() as u64))
@@ -22,32 +109,36 @@ impl Simulation {
         // A flow whose rate was zero (every path through a cut down) waits with no wake-up
         // scheduled; once its rate is positive again it may send at once.
         // One wake-up per host, however many of its flows resume.
-        let now = self.now;
         let mut woken = std::collections::BTreeSet::new();
-        for (i, r) in rates.iter().enumerate() {
-            let flow = &mut self.flows[i];
-            if r.0 > 0 && flow.next_send == SimTime::MAX {
-                flow.next_send = now;
+        for (flow, r) in flows.iter_mut().zip(&rates) {
+            if r.0 > 0 && flow.resume_rate(cx.now) {
                 woken.insert(flow.src);
             }
         }
         for h in woken {
-            self.hosts[h.idx()].wake_pending = true;
-            self.events.push(now, Event::HostWake(h).into());
+            hosts.schedule_wake(cx, h);
         }
         self.flow_rates = Some(rates);
     }
 
-    pub(super) fn on_control(&mut self, c: Control) {
-        match c {
+    pub(super) fn on_control(
+        &mut self,
+        cx: &mut Cx,
+        index: u32,
+        sc: &Scenario,
+        fabric: &mut Fabric,
+        flows: &mut [Flow],
+        hosts: &mut Hosts,
+    ) {
+        match self.controls[index as usize] {
             Control::Fail(i) => {
-                let f = self.sc.failures[i].clone();
+                let f = &sc.failures[i];
                 for port in f.ports {
                     self.actual_cap[port.idx()] = failure::capacity_units(Some(f.effect));
                 }
-                self.update_flow_rates();
+                self.update_flow_rates(cx, sc, flows, hosts);
                 for (n, port) in f.ports.iter().enumerate() {
-                    let p = &mut self.ports[port.idx()];
+                    let p = &mut fabric.ports[port.idx()];
                     match f.effect {
                         Effect::Down => p.set_fault(Fault::Down),
                         Effect::Degraded(x) => p.set_rate(BitsPerSec(
@@ -57,7 +148,7 @@ impl Simulation {
                             ge,
                             bad: false,
                             rng: Box::new(rng_for(
-                                self.sc.settings.seed,
+                                sc.settings.seed,
                                 Stream::Failure,
                                 FLAKY_STREAMS + 2 * i as u64 + n as u64,
                             )),
@@ -66,37 +157,35 @@ impl Simulation {
                 }
             }
             Control::Recover(i) => {
-                for port in self.sc.failures[i].ports {
+                for port in sc.failures[i].ports {
                     self.actual_cap[port.idx()] = failure::FULL_CAPACITY;
                 }
-                self.update_flow_rates();
-                for port in self.sc.failures[i].ports {
-                    let p = &mut self.ports[port.idx()];
+                self.update_flow_rates(cx, sc, flows, hosts);
+                for port in sc.failures[i].ports {
+                    let p = &mut fabric.ports[port.idx()];
                     p.set_fault(Fault::Healthy);
                     let r = p.nominal_rate;
                     p.set_rate(r);
                 }
             }
             Control::Converge(i) => {
-                let f = &self.sc.failures[i];
-                let recovered = f.recover.is_some_and(|r| self.now >= r);
+                let f = &sc.failures[i];
+                let recovered = f.recover.is_some_and(|r| cx.now >= r);
                 let cap = if recovered {
-                    100
+                    failure::FULL_CAPACITY
                 } else {
                     failure::capacity_units(Some(f.effect))
                 };
                 for port in f.ports {
                     self.routing_cap[port.idx()] = cap;
                 }
-                self.weights = Weights::compute(&self.sc.topology, &self.routing_cap);
-                self.routing_epoch += 1;
+                fabric.set_routing(Weights::compute(&sc.topology, &self.routing_cap));
             }
         }
     }
 
     /// Activates the triggers that flow `f`'s receive (or send) completion feeds.
-    pub(super) fn activate_all(&mut self, f: FlowId, recv: bool) {
-        let deps = &self.sc.deps;
+    pub(super) fn activate_all(&mut self, cx: &mut Cx, deps: &Dependencies, f: FlowId, recv: bool) {
         let list = if recv {
             &deps.on_recv_done
         } else {
@@ -112,8 +201,7 @@ impl Simulation {
             let fire = *count == tr.needed || (tr.multishot && *count > tr.needed);
             if fire {
                 for &target in &tr.targets {
-                    self.events
-                        .push(self.now + tr.delay, Event::FlowStart(FlowId(target)).into());
+                    cx.push(cx.now + tr.delay, Event::FlowStart(FlowId(target)));
                 }
             }
         }

@@ -1,73 +1,220 @@
 //! The hosts: NIC scheduling (the round-robin over flows, pacing, the EQDS credit pacer), flow
 //! starts and timers, and what a host does with each packet it receives (data, ACKs, NACKs,
-//! credits).
+//! credits). Host-side load balancing lives here; the flows' transport state machines answer
+//! what to send and reply, and the fabric carries what the NIC puts on the wire.
 
-use super::*;
+use std::collections::VecDeque;
+
+use super::fabric::Fabric;
+use super::{Cx, Event};
+use crate::ids::{FlowId, HostId, PortId};
+use crate::lb::{AckInfo, HostLbs};
+use crate::net::{Packet, PacketKind};
+use crate::rng::Stream;
+use crate::scenario::Scenario;
+use crate::time::{BitsPerSec, SimTime};
+use crate::transport::cc::CcKind;
 use crate::transport::endpoint::Transmit;
+use crate::transport::Flow;
 
-impl Simulation {
-    pub(super) fn on_flow_start(&mut self, f: FlowId) {
-        let flow = &mut self.flows[f.idx()];
-        if flow.started.is_some() {
+struct Host {
+    /// Flows with data to send, served round-robin.
+    active: VecDeque<FlowId>,
+    /// Earliest time the constant-rate pacer lets the next data packet go.
+    next_send: SimTime,
+    wake_pending: bool,
+    /// EQDS: credits owed (flow, entropy of the packet that earned it), paced out in order.
+    pulls: VecDeque<(FlowId, u32)>,
+    next_pull: SimTime,
+    pull_pending: bool,
+}
+
+/// Per-flow sending caps (failure-aware rates), if the control plane keeps them.
+pub(super) type Rates<'a> = Option<&'a [BitsPerSec]>;
+
+/// What receiving one packet asks of the other parts, in this order.
+pub(super) struct Received {
+    /// The flow's receive (true) or send (false) side completed: its triggers fire.
+    pub done: Option<(FlowId, bool)>,
+    /// An ACK, NACK or credit may let the flow send again.
+    pub wake: Option<FlowId>,
+}
+
+pub(super) struct Hosts {
+    hosts: Vec<Host>,
+    lbs: HostLbs,
+    mss: u32,
+    header: u32,
+    ack_bytes: u32,
+    /// Every host's NIC pacer: line rate x `rate_coef`.
+    pace_rate: BitsPerSec,
+    /// No-ACK time after which a host policy hears `on_timeout`.
+    rto: SimTime,
+    /// Flows keep a retransmission / no-progress timer.
+    timers: bool,
+    /// EQDS: receivers pace credits, a gap apart.
+    eqds: bool,
+    pull_gap: SimTime,
+    /// DCQCN: a receiver's least gap between congestion notifications of a flow.
+    cnp_gap: Option<SimTime>,
+    /// `Stream::FlowPath`: each flow's per-packet path draws.
+    path_base: u64,
+}
+
+impl Hosts {
+    pub(super) fn new(sc: &Scenario, pace_rate: BitsPerSec) -> Hosts {
+        let st = &sc.settings;
+        let topo = &sc.topology;
+        let pk = &st.packet;
+        let hosts = (0..topo.hosts)
+            .map(|_| Host {
+                active: VecDeque::new(),
+                next_send: SimTime::ZERO,
+                wake_pending: false,
+                pulls: VecDeque::new(),
+                next_pull: SimTime::ZERO,
+                pull_pending: false,
+            })
+            .collect();
+        let lbs = HostLbs::new(
+            sc.scheme,
+            sc.flows.iter().map(|f| (f.src, f.dst)),
+            topo,
+            &st.load_balancing,
+            st.loss_recovery == crate::transport::LossRecoveryKind::Trim,
+            st.seed,
+        );
+        Hosts {
+            hosts,
+            lbs,
+            mss: pk.payload_bytes,
+            header: pk.header_bytes,
+            ack_bytes: pk.ack_bytes,
+            pace_rate,
+            rto: sc.rto,
+            timers: st.reliable() || !sc.failures.is_empty(),
+            eqds: st.cc == CcKind::Eqds,
+            pull_gap: BitsPerSec(
+                ((topo.host_rate.0 as f64) * st.eqds.pull_rate)
+                    .round()
+                    .max(1.0) as u64,
+            )
+            .serialization((pk.payload_bytes + pk.header_bytes) as u64),
+            cnp_gap: (st.cc == CcKind::Dcqcn).then_some(st.cnp_interval),
+            path_base: crate::rng::stream_base(st.seed, Stream::FlowPath),
+        }
+    }
+
+    /// Host `h` looks at its ring at `cx.now` (its flows' rates changed).
+    pub(super) fn schedule_wake(&mut self, cx: &mut Cx, h: HostId) {
+        self.hosts[h.idx()].wake_pending = true;
+        cx.push(cx.now, Event::HostWake(h));
+    }
+
+    pub(super) fn on_flow_start(
+        &mut self,
+        cx: &mut Cx,
+        fabric: &mut Fabric,
+        flows: &mut [Flow],
+        rates: Rates,
+        f: FlowId,
+    ) {
+        let flow = &mut flows[f.idx()];
+        if !flow.start(cx.now) {
             return;
         }
-        flow.started = Some(self.now);
-        flow.in_ring = true;
         let src = flow.src;
-        flow.last_ack = self.now;
         let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
         self.hosts[src.idx()].active.push_back(f);
-        self.try_send(src);
+        self.try_send(cx, fabric, flows, rates, src);
         if self.timers {
-            self.events.push(self.now + rto, Event::FlowTimer(f).into());
+            cx.push(cx.now + rto, Event::FlowTimer(f));
         }
+    }
+
+    /// The NIC went idle or the pacer allows the next packet.
+    #[inline]
+    pub(super) fn on_wake(
+        &mut self,
+        cx: &mut Cx,
+        fabric: &mut Fabric,
+        flows: &mut [Flow],
+        rates: Rates,
+        h: HostId,
+    ) {
+        self.hosts[h.idx()].wake_pending = false;
+        self.try_send(cx, fabric, flows, rates, h);
     }
 
     /// The flow's timer: after a whole timeout without an ACK, the host policy hears
     /// `on_timeout` and loss recovery declares everything outstanding lost. Re-arms itself until
     /// the flow is done.
-    pub(super) fn on_flow_timer(&mut self, f: FlowId) {
-        let now = self.now;
-        let flow = &mut self.flows[f.idx()];
-        let Some(due) = flow.poll_timeout(self.rto) else {
+    pub(super) fn on_flow_timer(
+        &mut self,
+        cx: &mut Cx,
+        fabric: &mut Fabric,
+        flows: &mut [Flow],
+        rates: Rates,
+        f: FlowId,
+    ) {
+        let now = cx.now;
+        let Some(due) = flows[f.idx()].poll_timeout(self.rto) else {
             return;
         };
         if now < due {
-            self.events.push(due, Event::FlowTimer(f).into());
+            cx.push(due, Event::FlowTimer(f));
             return;
         }
-        self.host_lbs.on_timeout(f, now);
-        let next = self.flows[f.idx()].on_timeout(now, self.rto);
-        self.events.push(next, Event::FlowTimer(f).into());
-        self.wake_flow(f);
+        self.lbs.on_timeout(f, now);
+        let next = flows[f.idx()].on_timeout(now, self.rto);
+        cx.push(next, Event::FlowTimer(f));
+        self.wake_flow(cx, fabric, flows, rates, f);
     }
 
     /// Puts a flow that left its host's ring (window, credit or nothing to send) back in it.
-    pub(super) fn wake_flow(&mut self, f: FlowId) {
-        let flow = &mut self.flows[f.idx()];
-        if flow.in_ring || flow.sender_done || flow.started.is_none() {
+    pub(super) fn wake_flow(
+        &mut self,
+        cx: &mut Cx,
+        fabric: &mut Fabric,
+        flows: &mut [Flow],
+        rates: Rates,
+        f: FlowId,
+    ) {
+        let flow = &mut flows[f.idx()];
+        if !flow.rejoin_ring() {
             return;
         }
-        flow.in_ring = true;
         let src = flow.src;
         self.hosts[src.idx()].active.push_back(f);
-        self.try_send(src);
+        self.try_send(cx, fabric, flows, rates, src);
+    }
+
+    /// The credit pacer allows the next pull.
+    pub(super) fn on_pull_wake(
+        &mut self,
+        cx: &mut Cx,
+        fabric: &mut Fabric,
+        flows: &[Flow],
+        h: HostId,
+    ) {
+        self.hosts[h.idx()].pull_pending = false;
+        self.try_pull(cx, fabric, flows, h);
     }
 
     /// EQDS: sends the receiver's next credit if its pacer allows, else waits for it.
-    pub(super) fn try_pull(&mut self, h: HostId) {
-        let now = self.now;
+    fn try_pull(&mut self, cx: &mut Cx, fabric: &mut Fabric, flows: &[Flow], h: HostId) {
+        let now = cx.now;
         let host = &mut self.hosts[h.idx()];
         if host.pull_pending || host.pulls.is_empty() {
             return;
         }
         if host.next_pull > now {
             host.pull_pending = true;
-            self.events.push(host.next_pull, Event::PullWake(h).into());
+            cx.push(host.next_pull, Event::PullWake(h));
             return;
         }
         while let Some((f, entropy)) = host.pulls.pop_front() {
-            let flow = &self.flows[f.idx()];
+            let flow = &flows[f.idx()];
             if flow.finish.is_some() {
                 continue;
             }
@@ -89,30 +236,37 @@ impl Simulation {
             host.next_pull = now + self.pull_gap;
             if !host.pulls.is_empty() {
                 host.pull_pending = true;
-                self.events.push(host.next_pull, Event::PullWake(h).into());
+                cx.push(host.next_pull, Event::PullWake(h));
             }
-            self.counters.acks_sent += 1;
-            let i = self.slots.insert(pull);
-            self.enqueue(PortId(h.0), i);
+            cx.counters.acks_sent += 1;
+            let i = fabric.slots.insert(pull);
+            fabric.inject(cx, PortId(h.0), i);
             return;
         }
     }
 
     /// Lets host `h` put its next data packet on its NIC if the NIC is idle and the pacer allows;
     /// otherwise makes sure a wake-up is pending for when both will.
-    pub(super) fn try_send(&mut self, h: HostId) {
-        let now = self.now;
+    pub(super) fn try_send(
+        &mut self,
+        cx: &mut Cx,
+        fabric: &mut Fabric,
+        flows: &mut [Flow],
+        rates: Rates,
+        h: HostId,
+    ) {
+        let now = cx.now;
         let port = PortId(h.0);
         let host = &mut self.hosts[h.idx()];
         if host.active.is_empty() || host.wake_pending {
             return;
         }
-        let p = &mut self.ports[port.idx()];
+        let p = &mut fabric.ports[port.idx()];
         p.sync(now);
         let ready = p.busy_until.max(host.next_send);
         if ready > now {
             host.wake_pending = true;
-            self.events.push(ready, Event::HostWake(h).into());
+            cx.push(ready, Event::HostWake(h));
             return;
         }
         // Round-robin over flows that may send; finished ones, and ones that their window,
@@ -124,7 +278,7 @@ impl Simulation {
             if tries == 0 {
                 if earliest < SimTime::MAX {
                     host.wake_pending = true;
-                    self.events.push(earliest, Event::HostWake(h).into());
+                    cx.push(earliest, Event::HostWake(h));
                 }
                 return;
             }
@@ -132,21 +286,21 @@ impl Simulation {
             let Some(f) = host.active.pop_front() else {
                 return;
             };
-            match self.flows[f.idx()].poll_transmit(now, self.mss) {
+            match flows[f.idx()].poll_transmit(now, self.mss) {
                 Transmit::Ready(next) => break (f, next),
                 Transmit::PacedUntil(t) => {
                     earliest = earliest.min(t);
                     host.active.push_back(f);
                 }
-                Transmit::Finished | Transmit::Blocked => self.flows[f.idx()].in_ring = false,
+                Transmit::Finished | Transmit::Blocked => flows[f.idx()].leave_ring(),
             }
         };
         host.active.push_back(f);
-        let flow = &mut self.flows[f.idx()];
+        let flow = &mut flows[f.idx()];
         let wire = next.payload + self.header;
         // The flow's own stream, indexed by its packet count: other flows never shift it.
         let mut draws = crate::rng::packet_rng(self.path_base, f.0 as u64, flow.data_packets_sent);
-        let entropy = self.host_lbs.next_entropy(f, now, &mut draws);
+        let entropy = self.lbs.next_entropy(f, now, &mut draws);
         let pkt = Packet {
             flow: f,
             src: flow.src,
@@ -162,42 +316,52 @@ impl Simulation {
             done: false,
             cnp: false,
         };
-        let share = self.flow_rates.as_ref().map(|r| r[f.idx()]);
+        let share = rates.map(|r| r[f.idx()]);
         flow.on_transmit(next, now, wire, share);
-        self.counters.data_sent += 1;
+        cx.counters.data_sent += 1;
         host.next_send = now + self.pace_rate.serialization(wire as u64);
         let next_send = host.next_send;
-        let i = self.slots.insert(pkt);
-        self.admit(port, i);
-        let ready = self.ports[port.idx()].busy_until.max(next_send);
+        let i = fabric.slots.insert(pkt);
+        fabric.admit(cx, port, i);
+        let ready = fabric.ports[port.idx()].busy_until.max(next_send);
         let host = &mut self.hosts[h.idx()];
         // The round-robin's next flow sends at the wake-up: fetch its line now.
         if let Some(&g) = host.active.front() {
-            crate::engine::prefetch(&self.flows[g.idx()].tx);
+            crate::engine::prefetch(&flows[g.idx()].tx);
         }
         host.wake_pending = true;
-        self.events.push(ready, Event::HostWake(h).into());
+        cx.push(ready, Event::HostWake(h));
     }
 
-    pub(super) fn receive(&mut self, h: HostId, i: u32) {
-        let now = self.now;
-        let packet = *self.slots.pkt(i);
+    /// Host `h` takes the packet in slot `i`: data is handed to its flow's receiver (and
+    /// answered), ACKs, NACKs and credits to its sender and host policy.
+    #[inline]
+    pub(super) fn receive(
+        &mut self,
+        cx: &mut Cx,
+        fabric: &mut Fabric,
+        flows: &mut [Flow],
+        h: HostId,
+        i: u32,
+    ) -> Received {
+        let now = cx.now;
+        let packet = *fabric.slots.pkt(i);
         if !packet.kind.is_forward() {
-            self.slots.release(i);
+            fabric.slots.release(i);
         }
         let f = packet.flow;
-        let flow = &mut self.flows[f.idx()];
+        let flow = &mut flows[f.idx()];
+        let mut got = Received {
+            done: None,
+            wake: None,
+        };
         match packet.kind {
             PacketKind::Data | PacketKind::Header => {
                 debug_assert_eq!(packet.dst, h);
-                self.counters.data_delivered += 1;
-                let cnp_gap = (self.cc == CcKind::Dcqcn).then_some(self.cnp_interval);
-                let r = flow.on_data(&packet, now, cnp_gap);
+                cx.counters.data_delivered += 1;
+                let r = flow.on_data(&packet, now, self.cnp_gap);
                 if !r.fresh {
-                    self.counters.discarded += 1;
-                }
-                if r.just_done {
-                    self.completed += 1;
+                    cx.counters.discarded += 1;
                 }
                 // The reply keeps the data's flow, transmission, entropy, ECN mark and send time.
                 if let Some((kind, seq)) = r.reply {
@@ -210,23 +374,23 @@ impl Simulation {
                     ack.payload = 0;
                     ack.done = flow.finish.is_some();
                     ack.cnp = r.cnp;
-                    self.counters.acks_sent += 1;
-                    *self.slots.pkt_mut(i) = ack;
-                    self.enqueue(PortId(h.0), i);
+                    cx.counters.acks_sent += 1;
+                    *fabric.slots.pkt_mut(i) = ack;
+                    fabric.inject(cx, PortId(h.0), i);
                 } else {
-                    self.slots.release(i);
+                    fabric.slots.release(i);
                 }
-                if self.cc == CcKind::Eqds && !r.complete {
+                if self.eqds && !r.complete {
                     self.hosts[h.idx()].pulls.push_back((f, packet.entropy));
-                    self.try_pull(h);
+                    self.try_pull(cx, fabric, flows, h);
                 }
                 if r.just_done {
-                    self.activate_all(f, true);
+                    got.done = Some((f, true));
                 }
             }
             PacketKind::Ack => {
-                self.counters.acks_delivered += 1;
-                self.host_lbs.on_ack(
+                cx.counters.acks_delivered += 1;
+                self.lbs.on_ack(
                     f,
                     AckInfo {
                         entropy: packet.entropy,
@@ -236,14 +400,14 @@ impl Simulation {
                     },
                 );
                 if flow.on_ack(&packet, now) {
-                    self.activate_all(f, false);
+                    got.done = Some((f, false));
                 }
-                self.wake_flow(f);
+                got.wake = Some(f);
             }
             PacketKind::Nack => {
-                self.counters.acks_delivered += 1;
+                cx.counters.acks_delivered += 1;
                 // To a host policy a NACK is a congested path: its queue overflowed.
-                self.host_lbs.on_ack(
+                self.lbs.on_ack(
                     f,
                     AckInfo {
                         entropy: packet.entropy,
@@ -253,15 +417,16 @@ impl Simulation {
                     },
                 );
                 if flow.on_nack(&packet, now) {
-                    self.activate_all(f, false);
+                    got.done = Some((f, false));
                 }
-                self.wake_flow(f);
+                got.wake = Some(f);
             }
             PacketKind::Pull => {
-                self.counters.acks_delivered += 1;
+                cx.counters.acks_delivered += 1;
                 flow.on_credit(now);
-                self.wake_flow(f);
+                got.wake = Some(f);
             }
         }
+        got
     }
 }

@@ -12,21 +12,17 @@ mod fabric;
 mod host;
 mod report;
 
-use std::collections::VecDeque;
-
 use crate::engine::EventQueue;
-use crate::failure::{self, Effect, Fault, Weights};
-use crate::ids::{FlowId, HostId, NodeId, PortId, SwitchId};
-use crate::lb::{AckInfo, HostLbs, PacketView, SwitchCtx, SwitchLb};
-use crate::net::{Packet, PacketKind, Port, Route, Slots};
-use crate::rng::{rng_for, SimRng, Stream};
+use crate::ids::{FlowId, HostId, PortId};
 use crate::scenario::Scenario;
-use crate::stats::{self, bound, FlowRecord, Summary};
 use crate::time::{BitsPerSec, SimTime};
 use crate::transport::cc::{Cc, CcCtx, CcKind};
 use crate::transport::reliable::{Receiver, Sender};
-use crate::transport::{flow_key, Flow, LossRecoveryKind};
+use crate::transport::{Flow, LossRecoveryKind};
 use crate::workload::FlowSpec;
+use control::ControlPlane;
+use fabric::{Arrival, Fabric};
+use host::Hosts;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
@@ -41,15 +37,6 @@ enum Event {
     FlowTimer(FlowId),
     /// The host's credit pacer (EQDS) may send the next pull.
     PullWake(HostId),
-}
-
-/// A scheduled change of the fabric.
-#[derive(Clone, Copy, Debug)]
-enum Control {
-    Fail(usize),
-    Recover(usize),
-    /// Routing learns the current state of failure `i`'s links.
-    Converge(usize),
 }
 
 /// An event packed into 4 bytes (3-bit kind, 29-bit id) so heap entries stay 16 bytes.
@@ -107,23 +94,6 @@ impl From<Packed> for Event {
     }
 }
 
-struct Host {
-    /// Flows with data to send, served round-robin.
-    active: VecDeque<FlowId>,
-    /// Earliest time the constant-rate pacer lets the next data packet go.
-    next_send: SimTime,
-    wake_pending: bool,
-    /// EQDS: credits owed (flow, entropy of the packet that earned it), paced out in order.
-    pulls: VecDeque<(FlowId, u32)>,
-    next_pull: SimTime,
-    pull_pending: bool,
-}
-
-struct Switch {
-    lb: SwitchLb,
-    rng: SimRng,
-}
-
 /// Counters for conservation checks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -168,64 +138,51 @@ pub struct InFlight {
     pub acks: u64,
 }
 
+/// One run: the scenario, the clock and event set, and the parts that own the world's state.
+/// Each part's methods take the others they need explicitly, so the borrows say which part
+/// touches what; the handlers here only route an event to its part and carry results between
+/// parts.
 pub struct Simulation {
     sc: Scenario,
     now: SimTime,
     events: EventQueue<Packed>,
     event_count: u64,
-    hops: u64,
-    ports: Vec<Port>,
-    /// The packets the ports hold.
-    slots: Slots,
-    hosts: Vec<Host>,
-    switches: Vec<Switch>,
-    flows: Vec<Flow>,
-    host_lbs: HostLbs,
-    mss: u32,
-    header: u32,
-    ack_bytes: u32,
-    pace_rate: BitsPerSec,
-    completed: u64,
     counters: Counters,
+    completed: u64,
     ended: Option<SimTime>,
-    /// The switch policy reads queue lengths.
-    sync_groups: bool,
-    controls: Vec<Control>,
-    /// Routing's belief of each port's capacity (hundredths), updated on convergence.
-    routing_cap: Vec<u32>,
-    weights: Weights,
-    routing_epoch: u32,
-    /// Hosts per ToR (leaf): destination host -> destination ToR for weighted groups.
-    hosts_per_tor: u32,
-    /// No-ACK time after which a host policy hears `on_timeout`.
-    rto: SimTime,
-    /// Activations received by each trigger.
-    trigger_counts: Vec<u32>,
-    /// Per-flow sending rates (failure-aware idealized CC), recomputed when links fail or recover.
-    flow_rates: Option<Vec<BitsPerSec>>,
-    /// Each port's actual capacity (hundredths), for the failure-aware rates.
-    actual_cap: Vec<u32>,
-    lr: LossRecoveryKind,
-    cc: CcKind,
-    /// Switches trim instead of dropping data (NDP).
-    trim: bool,
-    trim_header: u16,
-    /// Ports put control packets ahead of data (trimming, EQDS).
-    prio: bool,
-    ctrl_cap: u64,
-    /// Alternates NDP's choice between trimming the arriving or the newest queued packet.
-    trim_coin: bool,
-    /// EQDS: a receiver's gap between credits.
-    pull_gap: SimTime,
-    /// DCQCN: a receiver's least gap between congestion notifications of a flow.
-    cnp_interval: SimTime,
-    /// Flows keep a retransmission / no-progress timer.
-    timers: bool,
-    /// RED marking: Kmax and the probability there (None: step marking at the threshold).
-    red: Option<(u64, f64)>,
-    red_salt: u64,
-    /// `Stream::FlowPath`: each flow's per-packet path draws.
-    path_base: u64,
+    /// Ports, the packet store, switches and the routing they forward by.
+    fabric: Fabric,
+    /// Host NICs, their schedulers and host-side load balancing.
+    hosts: Hosts,
+    flows: Vec<Flow>,
+    /// Failures, convergence, failure-aware rates and triggers.
+    control: ControlPlane,
+}
+
+/// What handling one event may touch besides the parts: the time, the event set and the
+/// run's counters.
+struct Cx<'a> {
+    now: SimTime,
+    events: &'a mut EventQueue<Packed>,
+    counters: &'a mut Counters,
+}
+
+impl Cx<'_> {
+    #[inline(always)]
+    fn push(&mut self, t: SimTime, e: Event) {
+        self.events.push(t, e.into());
+    }
+}
+
+/// Borrows the event set and counters of `$s` as a [`Cx`], leaving its parts free to borrow.
+macro_rules! cx {
+    ($s:ident) => {
+        Cx {
+            now: $s.now,
+            events: &mut $s.events,
+            counters: &mut $s.counters,
+        }
+    };
 }
 
 /// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
@@ -254,99 +211,55 @@ fn cc_ctx(
     }
 }
 
+/// Every flow's transport state as the settings give it: the idealized fast path keeps none.
+fn build_flows(sc: &Scenario, pace_rate: BitsPerSec) -> Vec<Flow> {
+    let st = &sc.settings;
+    let pk = &st.packet;
+    let (lr, cc_kind) = (st.loss_recovery, st.cc);
+    sc.flows
+        .iter()
+        .map(|spec| {
+            if !st.reliable() {
+                return Flow::new(*spec, Cc::CONSTANT);
+            }
+            let cctx = cc_ctx(
+                &sc.topology,
+                spec,
+                pace_rate,
+                pk,
+                lr == LossRecoveryKind::Trim,
+            );
+            let mut flow = Flow::new(*spec, Cc::new(cc_kind, &st.ccs, &cctx));
+            let credit = (cc_kind == CcKind::Eqds).then(|| {
+                ((st.eqds.unsolicited_bdp * cctx.bdp as f64 / pk.payload_bytes as f64).ceil()
+                    as u32)
+                    .max(1)
+            });
+            flow.tx = Some(Box::new(Sender::new(
+                lr,
+                spec.size_bytes,
+                pk.payload_bytes,
+                st.erasure_extra_packets,
+                st.reorder_threshold,
+                sc.rto,
+                st.rto_backoff,
+                credit,
+            )));
+            flow.rx = Receiver::new(lr, spec.size_bytes, pk.payload_bytes).map(Box::new);
+            flow
+        })
+        .collect()
+}
+
 impl Simulation {
     pub fn new(sc: Scenario) -> Simulation {
         let st = &sc.settings;
-        let seed = st.seed;
         let topo = &sc.topology;
-        let buffer = st.buffer_bytes;
-        let trim = st.loss_recovery == LossRecoveryKind::Trim;
-        let prio = trim || st.cc == CcKind::Eqds;
-        let ports = topo
-            .links
-            .iter()
-            .map(|l| {
-                let (buf, ecn) = match l.from {
-                    // Host NICs never drop: the pacer only releases what the link can carry.
-                    NodeId::Host(_) => (u64::MAX, u64::MAX),
-                    NodeId::Switch(_) => (buffer, sc.ecn_threshold_bytes),
-                };
-                let mut p = Port::new(l.rate, l.latency, l.to, buf, ecn);
-                p.prio = prio;
-                p
-            })
-            .collect();
-        let hosts = (0..topo.hosts)
-            .map(|_| Host {
-                active: VecDeque::new(),
-                next_send: SimTime::ZERO,
-                wake_pending: false,
-                pulls: VecDeque::new(),
-                next_pull: SimTime::ZERO,
-                pull_pending: false,
-            })
-            .collect();
-        let lb_cfg = &st.load_balancing;
-        let switches = topo
-            .switches
-            .iter()
-            .enumerate()
-            .map(|(s, info)| {
-                let ctx = SwitchCtx {
-                    tier: info.tier,
-                    index: info.index,
-                    shape: topo.shape,
-                    salt: crate::rng::derive_seed(seed, Stream::Salt, s as u64),
-                };
-                Switch {
-                    lb: SwitchLb::new(sc.scheme, &ctx, lb_cfg),
-                    rng: rng_for(seed, Stream::Switch, s as u64),
-                }
-            })
-            .collect();
         let pace_rate = BitsPerSec(((topo.host_rate.0 as f64) * st.rate_coef).round() as u64);
         let pace_rate = BitsPerSec(pace_rate.0.max(1));
-        let pk = &st.packet;
-        let lr = st.loss_recovery;
-        let cc_kind = st.cc;
-        let ccs = &st.ccs;
-        let reliable = lr != LossRecoveryKind::IdealErasure || cc_kind != CcKind::Constant;
-        let host_lbs = HostLbs::new(
-            sc.scheme,
-            sc.flows.iter().map(|f| (f.src, f.dst)),
-            topo,
-            lb_cfg,
-            trim,
-            seed,
-        );
-        let flows = sc
-            .flows
-            .iter()
-            .map(|spec| {
-                if !reliable {
-                    return Flow::new(*spec, Cc::CONSTANT);
-                }
-                let cctx = cc_ctx(topo, spec, pace_rate, pk, lr == LossRecoveryKind::Trim);
-                let mut flow = Flow::new(*spec, Cc::new(cc_kind, ccs, &cctx));
-                let credit = (cc_kind == CcKind::Eqds).then(|| {
-                    ((st.eqds.unsolicited_bdp * cctx.bdp as f64 / pk.payload_bytes as f64).ceil()
-                        as u32)
-                        .max(1)
-                });
-                flow.tx = Some(Box::new(Sender::new(
-                    lr,
-                    spec.size_bytes,
-                    pk.payload_bytes,
-                    st.erasure_extra_packets,
-                    st.reorder_threshold,
-                    sc.rto,
-                    st.rto_backoff,
-                    credit,
-                )));
-                flow.rx = Receiver::new(lr, spec.size_bytes, pk.payload_bytes).map(Box::new);
-                flow
-            })
-            .collect();
+        let fabric = Fabric::new(&sc);
+        let hosts = Hosts::new(&sc, pace_rate);
+        let flows = build_flows(&sc, pace_rate);
         // Calendar buckets a fraction of the fastest link's ACK time: a few events each.
         let fastest = topo.links.iter().map(|l| l.rate.0).max().unwrap_or(1);
         let width = BitsPerSec(fastest)
@@ -359,73 +272,18 @@ impl Simulation {
                 events.push(f.start, Event::FlowStart(FlowId(i as u32)).into());
             }
         }
-        let mut controls = Vec::new();
-        for (i, f) in sc.failures.iter().enumerate() {
-            let mut at = |t: SimTime, c: Control| {
-                events.push(t, Event::Control(controls.len() as u32).into());
-                controls.push(c);
-            };
-            at(f.at, Control::Fail(i));
-            if let Some(g) = sc.convergence {
-                at(f.at + g, Control::Converge(i));
-            }
-            if let Some(r) = f.recover {
-                at(r, Control::Recover(i));
-                if let Some(g) = sc.convergence {
-                    at(r + g, Control::Converge(i));
-                }
-            }
-        }
-        let hosts_per_tor = match topo.shape {
-            crate::net::Shape::FatTree { k } => k / 2,
-            crate::net::Shape::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
-        };
+        let control = ControlPlane::new(&sc, pace_rate, &mut events);
         Simulation {
-            mss: st.packet.payload_bytes,
-            header: st.packet.header_bytes,
-            ack_bytes: st.packet.ack_bytes,
             now: SimTime::ZERO,
             events,
             event_count: 0,
-            hops: 0,
-            ports,
-            slots: Slots::new(),
-            hosts,
-            switches,
-            flows,
-            host_lbs,
-            pace_rate,
-            completed: 0,
             counters: Counters::default(),
+            completed: 0,
             ended: None,
-            sync_groups: sc.scheme.reads_queues,
-            controls,
-            routing_cap: vec![failure::FULL_CAPACITY; topo.links.len()],
-            weights: Weights::default(),
-            routing_epoch: 0,
-            hosts_per_tor,
-            rto: sc.rto,
-            trigger_counts: vec![0; sc.deps.triggers.len()],
-            flow_rates: None,
-            actual_cap: vec![failure::FULL_CAPACITY; topo.links.len()],
-            lr,
-            cc: cc_kind,
-            trim,
-            trim_header: st.trim_header_bytes as u16,
-            prio,
-            ctrl_cap: st.control_buffer_bytes,
-            trim_coin: false,
-            pull_gap: BitsPerSec(
-                ((topo.host_rate.0 as f64) * st.eqds.pull_rate)
-                    .round()
-                    .max(1.0) as u64,
-            )
-            .serialization((pk.payload_bytes + pk.header_bytes) as u64),
-            cnp_interval: st.cnp_interval,
-            timers: reliable || !sc.failures.is_empty(),
-            red: st.red,
-            red_salt: crate::rng::derive_seed(seed, Stream::Salt, u64::MAX),
-            path_base: crate::rng::stream_base(seed, Stream::FlowPath),
+            fabric,
+            hosts,
+            flows,
+            control,
             sc,
         }
     }
@@ -441,8 +299,10 @@ impl Simulation {
     /// keeps the hot path as it was; the observer may read the wall clock, the model never does.
     pub fn run_observed(&mut self, observe: &mut dyn FnMut(&Progress) -> bool) -> bool {
         let mut stopped = false;
-        if self.flow_rates.is_none() {
-            self.update_flow_rates();
+        if !self.control.rates_computed() {
+            let mut cx = cx!(self);
+            self.control
+                .update_flow_rates(&mut cx, &self.sc, &mut self.flows, &mut self.hosts);
         }
         let cap = self.sc.end_time.unwrap_or(SimTime::MAX);
         let total = self.flows.len() as u64;
@@ -470,20 +330,55 @@ impl Simulation {
             // untouched: ask for them an event ahead (fetching ports two events ahead measured
             // slower).
             if let Some(Event::Arrive(p)) = next.map(Event::from) {
-                self.ports[p.idx()].prefetch_head();
+                self.fabric.prefetch_port(p);
             }
             match Event::from(ev) {
-                Event::FlowStart(f) => self.on_flow_start(f),
+                Event::FlowStart(f) => {
+                    let mut cx = cx!(self);
+                    self.hosts.on_flow_start(
+                        &mut cx,
+                        &mut self.fabric,
+                        &mut self.flows,
+                        self.control.rates(),
+                        f,
+                    );
+                }
                 Event::Arrive(p) => self.on_arrive(p),
                 Event::HostWake(h) => {
-                    self.hosts[h.idx()].wake_pending = false;
-                    self.try_send(h);
+                    let mut cx = cx!(self);
+                    self.hosts.on_wake(
+                        &mut cx,
+                        &mut self.fabric,
+                        &mut self.flows,
+                        self.control.rates(),
+                        h,
+                    );
                 }
-                Event::Control(i) => self.on_control(self.controls[i as usize]),
-                Event::FlowTimer(f) => self.on_flow_timer(f),
+                Event::Control(i) => {
+                    let mut cx = cx!(self);
+                    self.control.on_control(
+                        &mut cx,
+                        i,
+                        &self.sc,
+                        &mut self.fabric,
+                        &mut self.flows,
+                        &mut self.hosts,
+                    );
+                }
+                Event::FlowTimer(f) => {
+                    let mut cx = cx!(self);
+                    self.hosts.on_flow_timer(
+                        &mut cx,
+                        &mut self.fabric,
+                        &mut self.flows,
+                        self.control.rates(),
+                        f,
+                    );
+                }
                 Event::PullWake(h) => {
-                    self.hosts[h.idx()].pull_pending = false;
-                    self.try_pull(h);
+                    let mut cx = cx!(self);
+                    self.hosts
+                        .on_pull_wake(&mut cx, &mut self.fabric, &self.flows, h);
                 }
             }
             if self.completed == total {
@@ -492,6 +387,53 @@ impl Simulation {
         }
         self.ended = Some(self.now);
         stopped
+    }
+
+    /// A packet reached the far end of `port`'s link: a switch forwards it, a host takes it.
+    #[inline]
+    fn on_arrive(&mut self, port: PortId) {
+        let mut cx = cx!(self);
+        match self
+            .fabric
+            .on_arrive(&mut cx, &self.sc.topology, &self.flows, port)
+        {
+            Arrival::Forwarded => {}
+            Arrival::Lost(i) => self.lose(i),
+            Arrival::AtHost(h, i) => {
+                let got = self
+                    .hosts
+                    .receive(&mut cx, &mut self.fabric, &mut self.flows, h, i);
+                // Triggers fire before the sender's ring moves on, as the flow saw its
+                // completion first.
+                if let Some((f, recv)) = got.done {
+                    if recv {
+                        self.completed += 1;
+                    }
+                    self.control.activate_all(&mut cx, &self.sc.deps, f, recv);
+                }
+                if let Some(f) = got.wake {
+                    self.hosts.wake_flow(
+                        &mut cx,
+                        &mut self.fabric,
+                        &mut self.flows,
+                        self.control.rates(),
+                        f,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Accounts a packet dropped by a queue or lost on a link, and frees its slot.
+    fn lose(&mut self, i: u32) {
+        let packet = self.fabric.slots.pkt(i);
+        if packet.kind.is_forward() {
+            self.counters.data_dropped += 1;
+            self.flows[packet.flow.idx()].packets_dropped += 1;
+        } else {
+            self.counters.acks_dropped += 1;
+        }
+        self.fabric.slots.release(i);
     }
 }
 

@@ -1,6 +1,11 @@
 //! What a run reports: accessors for tests and front ends, flows.csv records and summary.json.
 
-use super::*;
+use super::{Counters, InFlight, Simulation};
+use crate::ids::PortId;
+use crate::scenario::Scenario;
+use crate::stats::{self, bound, FlowRecord, Summary};
+use crate::time::SimTime;
+use crate::transport::Flow;
 
 impl Simulation {
     pub fn now(&self) -> SimTime {
@@ -14,7 +19,7 @@ impl Simulation {
     /// Time-average bytes held by egress port `port` from time zero to the end of the run, and the
     /// most it held.
     pub fn port_queue(&self, port: PortId) -> (f64, u64) {
-        let p = &self.ports[port.idx()];
+        let p = &self.fabric.ports[port.idx()];
         let end = self.ended.unwrap_or(self.now);
         let mean = if end.ps() == 0 {
             0.0
@@ -26,7 +31,7 @@ impl Simulation {
 
     /// Packets the port dropped (its buffer was full).
     pub fn port_drops(&self, port: PortId) -> u64 {
-        self.ports[port.idx()].stats.drops
+        self.fabric.ports[port.idx()].stats.drops
     }
 
     pub fn counters(&self) -> Counters {
@@ -35,7 +40,7 @@ impl Simulation {
 
     /// Packets put on links so far (data and ACKs).
     pub fn hops(&self) -> u64 {
-        self.hops
+        self.fabric.hops
     }
 
     pub fn events(&self) -> u64 {
@@ -48,15 +53,15 @@ impl Simulation {
 
     /// Packets in the ports' shared store (equals `in_flight`'s total unless a slot leaked).
     pub fn packets_stored(&self) -> usize {
-        self.slots.in_use()
+        self.fabric.slots.in_use()
     }
 
     /// Counts the packets held in queues, in service and on wires, by kind.
     pub fn in_flight(&self) -> InFlight {
         let mut f = InFlight::default();
-        for p in &self.ports {
+        for p in &self.fabric.ports {
             for held in p.packets() {
-                if self.slots.pkt(held.slot).kind.is_forward() {
+                if self.fabric.slots.pkt(held.slot).kind.is_forward() {
                     f.data += 1;
                 } else {
                     f.acks += 1;
@@ -72,8 +77,12 @@ impl Simulation {
         let mut max = 0;
         let mut over = false;
         // Priority ports hold control packets in a buffer of their own.
-        let extra = if self.prio { self.ctrl_cap } else { 0 };
-        for p in &self.ports[r] {
+        let extra = if self.fabric.prio {
+            self.fabric.ctrl_cap
+        } else {
+            0
+        };
+        for p in &self.fabric.ports[r] {
             max = max.max(p.max_bytes);
             over |= p.max_bytes > p.buffer_bytes + extra;
         }
@@ -118,10 +127,11 @@ impl Simulation {
         } else {
             None
         };
+        let pk = &sc.settings.packet;
         let sizes = bound::Sizes {
-            mss: self.mss,
-            header: self.header,
-            ack: self.ack_bytes,
+            mss: pk.payload_bytes,
+            header: pk.header_bytes,
+            ack: pk.ack_bytes,
         };
         let rel = |t: SimTime| SimTime(t.ps().saturating_sub(first_start.ps()));
         let lb = rel(bound::lower_bound_with_deps(
@@ -153,7 +163,7 @@ impl Simulation {
         };
         let r = sc.topology.switch_ports();
         let nports = r.len().max(1) as f64;
-        let area: u128 = self.ports[r].iter().map(|p| p.area_until(end)).sum();
+        let area: u128 = self.fabric.ports[r].iter().map(|p| p.area_until(end)).sum();
         let mean_queue = if end.ps() == 0 {
             0.0
         } else {
@@ -181,12 +191,12 @@ impl Simulation {
             mean_queue_bytes: mean_queue,
             end_ps: end.ps(),
             events: self.event_count,
-            packet_hops: self.hops,
+            packet_hops: self.fabric.hops,
             link_losses: self.counters.link_losses,
             failed_links: sc.failures.iter().map(|f| f.name.clone()).collect(),
             timeouts: self.flows.iter().map(|f| f.timeouts).sum(),
-            cc: self.cc.name().to_string(),
-            loss_recovery: self.lr.name().to_string(),
+            cc: sc.settings.cc.name().to_string(),
+            loss_recovery: sc.settings.loss_recovery.name().to_string(),
             retransmissions: self.flows.iter().map(|f| f.retransmissions).sum(),
             packets_trimmed: self.counters.trimmed,
             discarded_packets: self.counters.discarded,

@@ -160,6 +160,46 @@ impl Flow {
     pub fn packets_needed(size: u64, mss: u32) -> u64 {
         size.div_ceil(mss as u64)
     }
+
+    /// Starts the flow at `now` and puts it in its host's ring; false if it had started already
+    /// (a trigger fired twice).
+    #[inline]
+    pub fn start(&mut self, now: SimTime) -> bool {
+        if self.started.is_some() {
+            return false;
+        }
+        self.started = Some(now);
+        self.in_ring = true;
+        self.last_ack = now;
+        true
+    }
+
+    /// Puts a flow that left its host's ring back in it; false if it is there already, done, or
+    /// not started.
+    #[inline]
+    pub fn rejoin_ring(&mut self) -> bool {
+        if self.in_ring || self.sender_done || self.started.is_none() {
+            return false;
+        }
+        self.in_ring = true;
+        true
+    }
+
+    /// The flow may not send until an ACK, credit or timeout: it leaves its host's ring.
+    #[inline]
+    pub fn leave_ring(&mut self) {
+        self.in_ring = false;
+    }
+
+    /// A flow whose per-flow rate was zero (waiting with no wake-up) may send again at `now`;
+    /// true if it was waiting.
+    pub fn resume_rate(&mut self, now: SimTime) -> bool {
+        if self.next_send != SimTime::MAX {
+            return false;
+        }
+        self.next_send = now;
+        true
+    }
 }
 
 /// Hash of a packet's 5-tuple. The flow id stands for the ports; the direction bit makes an ACK's
