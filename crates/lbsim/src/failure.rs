@@ -502,18 +502,9 @@ pub fn flow_shares(topo: &Topology, flows: &[crate::workload::FlowSpec], cap: &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::LinkParams;
-    use crate::time::BitsPerSec;
 
     fn topo() -> Topology {
-        Topology::fat_tree(
-            4,
-            LinkParams {
-                rate: BitsPerSec::from_gbps(100.0),
-                latency: SimTime::from_ns(1000),
-                switch_latency: SimTime::ZERO,
-            },
-        )
+        Topology::fat_tree(4, crate::net::topology::TEST_LINKS)
     }
 
     fn spec(kind: FailureKind) -> FailureSpec {

@@ -3,7 +3,7 @@
 //! choice at every tier). The hash is also what routes host-sprayed packets: a label names a path.
 
 use super::{
-    weighted_pick, HostPolicy, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy,
+    weighted_pick, HostPolicy, PacketView, Scheme, SchemeInfo, SwitchCtx, SwitchPolicy,
     ENTROPY_SPACE,
 };
 use crate::net::Port;
@@ -15,16 +15,9 @@ use rand::Rng;
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "ecmp",
-        side: Side::Switch,
-        granularity: "flow",
-        summary: "hash of the 5-tuple and a per-flow entropy at every switch",
-        options: &[],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("ecmp", "flow")
+        .summary("hash of the 5-tuple and a per-flow entropy at every switch")
+        .honouring_weights();
     switch_side_scheme!(HashPolicy, |ctx| HashPolicy::new(ctx));
 }
 
@@ -79,13 +72,7 @@ impl SwitchPolicy for HashPolicy {
     }
 
     /// W-ECMP: the same hash, mapped onto the ports in proportion to their weights.
-    fn choose_weighted(
-        &mut self,
-        pkt: &PacketView,
-        _group: &[Port],
-        w: &[u32],
-        _rng: &mut SimRng,
-    ) -> usize {
+    fn weighted(&mut self, pkt: &PacketView, _: &[Port], w: &[u32], _: &mut SimRng) -> usize {
         weighted_pick(self.hash(pkt.flow_key, pkt.entropy), w)
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::config::{Opt, Options};
 use super::ecmp::FixedEntropy;
-use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
+use super::{FlowCtx, PacketView, Scheme, SchemeInfo, SwitchCtx, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use crate::time::SimTime;
@@ -27,16 +27,11 @@ pub const GAP: Opt<SimTime> = Opt::micros("flowlet_gap_us", 10.0);
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "flowlet_ar",
-        side: Side::Switch,
-        granularity: "flowlet",
-        summary: "switch flowlets: after a load_balancing.flowlet_gap_us (10) gap, move to the shortest queue",
-        options: &[&GAP.spec],
-        reads_queues: true,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("flowlet_ar", "flowlet")
+        .summary("switch flowlets: after a load_balancing.flowlet_gap_us (10) gap, move to the shortest queue")
+        .options(&[&GAP.spec])
+        .reading_queues()
+        .honouring_weights();
     type Config = FlowletConfig;
     type Host = FixedEntropy;
     type Switch = FlowletAr;
@@ -133,13 +128,7 @@ impl SwitchPolicy for FlowletAr {
 
     /// As `choose`, among live ports only (weight above zero). A flowlet whose port died starts
     /// a new flowlet on a live one and stays there.
-    fn choose_weighted(
-        &mut self,
-        pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
+    fn weighted(&mut self, pkt: &PacketView, group: &[Port], w: &[u32], rng: &mut SimRng) -> usize {
         self.pick(pkt, group, |i| w[i] > 0, rng)
     }
 }

@@ -18,7 +18,7 @@
 //! fork fixes the list at flow start, a quirk not to copy); lbsim has no failures yet.
 
 use super::config::Options;
-use super::{FlowCtx, HostPolicy, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
+use super::{FlowCtx, HostPolicy, PacketView, Scheme, SchemeInfo, SwitchCtx, SwitchPolicy};
 use crate::net::{Port, Shape, Tier};
 use crate::rng::SimRng;
 use crate::time::SimTime;
@@ -28,18 +28,12 @@ use rand::Rng;
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "host_dr",
-        side: Side::Host,
-        granularity: "packet",
-        summary:
+    const INFO: SchemeInfo = SchemeInfo::host("host_dr", "packet")
+        .summary(
             "DRB: each flow rotates over every path to its destination (source-routed entropy)",
-        options: &[],
-        reads_queues: false,
-        // The host chose the path; routing weights do not apply.
-        honours_weights: false,
-        own_switch_decoding: true,
-    };
+        )
+        // Not honouring weights: the host chose the path, routing weights do not apply.
+        .decoding_own_paths();
     type Config = ();
     type Host = Box<HostDr>;
     type Switch = SourceRouted;
@@ -129,7 +123,7 @@ impl SwitchPolicy for SourceRouted {
     }
 
     /// The host chose the path: routing weights do not apply.
-    fn choose_weighted(
+    fn weighted(
         &mut self,
         pkt: &PacketView,
         group: &[Port],

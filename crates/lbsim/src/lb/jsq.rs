@@ -2,7 +2,7 @@
 //! bytes, ties broken uniformly at random. Exact and instantaneous; synchronized flows still pile
 //! onto the same momentarily-short port, so its queues grow as Theta(m). No options.
 
-use super::{PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
+use super::{PacketView, Scheme, SchemeInfo, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::{below, SimRng};
 
@@ -10,16 +10,10 @@ use crate::rng::{below, SimRng};
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "switch_jsq",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "join the shortest queue (bytes), ties at random",
-        options: &[],
-        reads_queues: true,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("switch_jsq", "packet")
+        .summary("join the shortest queue (bytes), ties at random")
+        .reading_queues()
+        .honouring_weights();
     switch_side_scheme!(Jsq, |_| Jsq);
 }
 
@@ -65,13 +59,7 @@ impl SwitchPolicy for Jsq {
     }
 
     /// The shortest live queue (weight above zero), ties at random.
-    fn choose_weighted(
-        &mut self,
-        _pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
+    fn weighted(&mut self, _: &PacketView, group: &[Port], w: &[u32], rng: &mut SimRng) -> usize {
         let q = |i: usize| {
             if w[i] == 0 {
                 u64::MAX

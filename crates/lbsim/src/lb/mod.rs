@@ -101,6 +101,57 @@ pub struct SchemeInfo {
     pub own_switch_decoding: bool,
 }
 
+impl SchemeInfo {
+    /// A scheme whose switches decide each path; no options and no capabilities until the
+    /// builders below add them.
+    pub const fn switch(name: &'static str, granularity: &'static str) -> SchemeInfo {
+        SchemeInfo::new(name, Side::Switch, granularity)
+    }
+
+    /// A scheme whose hosts decide each path (through the entropy they stamp).
+    pub const fn host(name: &'static str, granularity: &'static str) -> SchemeInfo {
+        SchemeInfo::new(name, Side::Host, granularity)
+    }
+
+    const fn new(name: &'static str, side: Side, granularity: &'static str) -> SchemeInfo {
+        SchemeInfo {
+            name,
+            side,
+            granularity,
+            summary: "",
+            options: &[],
+            reads_queues: false,
+            honours_weights: false,
+            own_switch_decoding: false,
+        }
+    }
+
+    pub const fn summary(mut self, summary: &'static str) -> SchemeInfo {
+        self.summary = summary;
+        self
+    }
+
+    pub const fn options(mut self, options: &'static [&'static OptSpec]) -> SchemeInfo {
+        self.options = options;
+        self
+    }
+
+    pub const fn reading_queues(mut self) -> SchemeInfo {
+        self.reads_queues = true;
+        self
+    }
+
+    pub const fn honouring_weights(mut self) -> SchemeInfo {
+        self.honours_weights = true;
+        self
+    }
+
+    pub const fn decoding_own_paths(mut self) -> SchemeInfo {
+        self.own_switch_decoding = true;
+        self
+    }
+}
+
 /// A load-balancing scheme: what it is and how its policies are built. Implemented once per
 /// scheme file, by a type named `Def`.
 pub trait Scheme {
@@ -167,15 +218,10 @@ macro_rules! schemes {
             pub fn new(
                 scheme: &SchemeInfo,
                 flows: impl Iterator<Item = (HostId, HostId)>,
-                topology: &Topology,
-                config: &LoadBalancingConfig,
-                trimming: bool,
-                seed: u64,
+                setup: &HostSetup,
             ) -> HostLbs {
                 $(if scheme.name == <$m::Def as Scheme>::INFO.name {
-                    return host_table::<$m::Def>(
-                        HostLb::$v, flows, topology, config, trimming, seed,
-                    );
+                    return host_table::<$m::Def>(HostLb::$v, flows, setup);
                 })*
                 unreachable!("scheme `{}` is not registered", scheme.name)
             }
@@ -203,19 +249,19 @@ macro_rules! schemes {
             }
 
             /// Picks a port of `group`. With routing weights (after a failure converged), the
-            /// policy's `choose_weighted` decides (see [`SwitchPolicy`]); the caller drops the
+            /// policy's `weighted` decides (see [`SwitchPolicy`]); the caller drops the
             /// packet when every weight is zero.
             #[inline]
             pub fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
                 if let Some(w) = pkt.weights {
-                    return self.choose_weighted(pkt, group, w, rng);
+                    return self.weighted(pkt, group, w, rng);
                 }
                 match self {
                     $(SwitchLb::$v(p) => p.choose(pkt, group, rng),)*
                 }
             }
 
-            fn choose_weighted(
+            fn weighted(
                 &mut self,
                 pkt: &PacketView,
                 group: &[Port],
@@ -223,7 +269,7 @@ macro_rules! schemes {
                 rng: &mut SimRng,
             ) -> usize {
                 match self {
-                    $(SwitchLb::$v(p) => p.choose_weighted(pkt, group, w, rng),)*
+                    $(SwitchLb::$v(p) => p.weighted(pkt, group, w, rng),)*
                 }
             }
         }
@@ -335,16 +381,23 @@ pub enum HostLbs {
     PerFlow(Vec<HostLb>),
 }
 
+/// What building the flows' host policies reads besides the flows.
+pub struct HostSetup<'a> {
+    pub topology: &'a Topology,
+    pub config: &'a LoadBalancingConfig,
+    /// Switches trim congested packets instead of dropping them.
+    pub trimming: bool,
+    /// The run's seed: flow i's policy draws from `Stream::Flow` i.
+    pub seed: u64,
+}
+
 /// The host table of scheme `S`, its options read once.
 fn host_table<S: Scheme>(
     wrap: fn(S::Host) -> HostLb,
     flows: impl Iterator<Item = (HostId, HostId)>,
-    topology: &Topology,
-    config: &LoadBalancingConfig,
-    trimming: bool,
-    seed: u64,
+    setup: &HostSetup,
 ) -> HostLbs {
-    let cfg = S::config(&config.options(&S::INFO));
+    let cfg = S::config(&setup.config.options(&S::INFO));
     if let Some(shared) = S::shared_host(&cfg) {
         return HostLbs::Shared(wrap(shared));
     }
@@ -354,13 +407,13 @@ fn host_table<S: Scheme>(
             let ctx = FlowCtx {
                 src,
                 dst,
-                topology,
-                trimming,
+                topology: setup.topology,
+                trimming: setup.trimming,
             };
             wrap(S::host(
                 &cfg,
                 &ctx,
-                &mut rng_for(seed, Stream::Flow, i as u64),
+                &mut rng_for(setup.seed, Stream::Flow, i as u64),
             ))
         })
         .collect();
@@ -426,13 +479,7 @@ pub trait SwitchPolicy {
     /// capacity of the paths through it; 0 = dead, never all 0). A scheme that declares
     /// `honours_weights` never picks a dead port here; oblivious policies pick in proportion
     /// to the weights (W-ECMP), queue-reading ones by queue among the live ports.
-    fn choose_weighted(
-        &mut self,
-        pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize;
+    fn weighted(&mut self, pkt: &PacketView, group: &[Port], w: &[u32], rng: &mut SimRng) -> usize;
 }
 
 /// Maps a uniform 64-bit value onto an index with probability proportional to `w`.

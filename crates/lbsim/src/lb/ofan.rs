@@ -14,7 +14,7 @@
 //! reaches that still reach the destination), and schedules and pointers are rebuilt. Before
 //! convergence the old schedule is kept, so packets keep going onto a dead port. No options.
 
-use super::{PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
+use super::{PacketView, Scheme, SchemeInfo, SwitchCtx, SwitchPolicy};
 use crate::net::{Port, Shape, Tier};
 use crate::rng::SimRng;
 use rand::seq::SliceRandom;
@@ -24,16 +24,9 @@ use rand::Rng;
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "ofan",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "switch rotation per destination ToR/pod and class over an IWRR schedule",
-        options: &[],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("ofan", "packet")
+        .summary("switch rotation per destination ToR/pod and class over an IWRR schedule")
+        .honouring_weights();
     switch_side_scheme!(Ofan, |ctx| Ofan::new(ctx));
 }
 
@@ -146,10 +139,10 @@ impl SwitchPolicy for Ofan {
     /// weights, rebuilt (pointers re-randomized) whenever routing changes. At an aggregation
     /// switch the pointer is per destination pod; the weights of the first destination seen in
     /// that pod after the change are used.
-    fn choose_weighted(
+    fn weighted(
         &mut self,
         pkt: &PacketView,
-        _group: &[Port],
+        _: &[Port],
         weights: &[u32],
         rng: &mut SimRng,
     ) -> usize {

@@ -21,7 +21,7 @@
 
 use super::config::{Opt, Options};
 use super::ecmp::HashPolicy;
-use super::{AckInfo, FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
+use super::{AckInfo, FlowCtx, HostPolicy, Scheme, SchemeInfo, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
@@ -43,21 +43,15 @@ pub const SUSPEND: Opt<SimTime> = Opt::micros("plb_suspend_us", 60_000_000.0);
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "plb",
-        side: Side::Host,
-        granularity: "flowlet",
-        summary: "PLB: re-draw the flow's entropy after consecutive ECN-congested rounds",
-        options: &[
+    const INFO: SchemeInfo = SchemeInfo::host("plb", "flowlet")
+        .summary("PLB: re-draw the flow's entropy after consecutive ECN-congested rounds")
+        .options(&[
             &CONGESTED_FRACTION.spec,
             &REHASH_ROUNDS.spec,
             &IDLE_REHASH_ROUNDS.spec,
             &SUSPEND.spec,
-        ],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+        ])
+        .honouring_weights();
     type Config = PlbConfig;
     type Host = Box<Plb>;
     type Switch = HashPolicy;

@@ -18,7 +18,7 @@
 
 use super::config::{Opt, Options};
 use super::ecmp::HashPolicy;
-use super::{AckInfo, FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
+use super::{AckInfo, FlowCtx, HostPolicy, Scheme, SchemeInfo, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
@@ -34,16 +34,10 @@ pub const EXPLORE_PACKETS: Opt<u32> = Opt::count("reps_explore_packets", 16, 0, 
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "reps",
-        side: Side::Host,
-        granularity: "packet",
-        summary: "REPS: reuse entropies of unmarked ACKs (8-slot ring), explore otherwise, freeze on failure",
-        options: &[&FREEZE.spec, &EXPLORE_PACKETS.spec],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::host("reps", "packet")
+        .summary("REPS: reuse entropies of unmarked ACKs (8-slot ring), explore otherwise, freeze on failure")
+        .options(&[&FREEZE.spec, &EXPLORE_PACKETS.spec])
+        .honouring_weights();
     type Config = RepsConfig;
     type Host = Box<Reps>;
     type Switch = HashPolicy;

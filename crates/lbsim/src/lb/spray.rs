@@ -3,7 +3,7 @@
 
 use super::config::Options;
 use super::ecmp::HashPolicy;
-use super::{FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
+use super::{FlowCtx, HostPolicy, Scheme, SchemeInfo, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
@@ -12,16 +12,9 @@ use rand::Rng;
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "host_spray",
-        side: Side::Host,
-        granularity: "packet",
-        summary: "oblivious packet spraying (OPS): a fresh random entropy per packet",
-        options: &[],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::host("host_spray", "packet")
+        .summary("oblivious packet spraying (OPS): a fresh random entropy per packet")
+        .honouring_weights();
     type Config = ();
     type Host = Oblivious;
     type Switch = HashPolicy;

@@ -5,7 +5,7 @@
 
 use super::config::{Opt, Options};
 use super::ecmp::HashPolicy;
-use super::{FlowCtx, HostPolicy, Scheme, SchemeInfo, Side, SwitchCtx, ENTROPY_SPACE};
+use super::{FlowCtx, HostPolicy, Scheme, SchemeInfo, SwitchCtx, ENTROPY_SPACE};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
@@ -17,17 +17,12 @@ pub const SUBFLOWS: Opt<u32> = Opt::count("subflows", 4, 1, 1024);
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "subflow",
-        side: Side::Host,
-        granularity: "subflow",
-        summary:
+    const INFO: SchemeInfo = SchemeInfo::host("subflow", "subflow")
+        .summary(
             "MPTCP-like: load_balancing.subflows (4) fixed entropies, packets striped round-robin",
-        options: &[&SUBFLOWS.spec],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+        )
+        .options(&[&SUBFLOWS.spec])
+        .honouring_weights();
     type Config = SubflowConfig;
     type Host = Box<Subflows>;
     type Switch = HashPolicy;

@@ -12,7 +12,7 @@
 use super::config::{Opt, Options};
 use super::ecmp::FixedEntropy;
 use super::jsq::argmin_random_ties;
-use super::{FlowCtx, PacketView, Scheme, SchemeInfo, Side, SwitchCtx, SwitchPolicy};
+use super::{FlowCtx, PacketView, Scheme, SchemeInfo, SwitchCtx, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use crate::time::SimTime;
@@ -25,16 +25,11 @@ pub const REFRESH: Opt<SimTime> = Opt::nanos("ar_refresh_ns", 0.0);
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "switch_ar",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "Spectrum-X style: lowest queue bin (5/10/20% of buffer), ties at random",
-        options: &[&REFRESH.spec],
-        reads_queues: true,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("switch_ar", "packet")
+        .summary("Spectrum-X style: lowest queue bin (5/10/20% of buffer), ties at random")
+        .options(&[&REFRESH.spec])
+        .reading_queues()
+        .honouring_weights();
     type Config = ArConfig;
     type Host = FixedEntropy;
     type Switch = QuantizedAr;
@@ -127,13 +122,7 @@ impl SwitchPolicy for QuantizedAr {
 
     /// The lowest bin among live ports (weight above zero), read from the same refreshed bins
     /// as without failures.
-    fn choose_weighted(
-        &mut self,
-        pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
+    fn weighted(&mut self, pkt: &PacketView, group: &[Port], w: &[u32], rng: &mut SimRng) -> usize {
         let live = |i: usize, b: u8| if w[i] == 0 { u8::MAX } else { b };
         if self.cfg.refresh == SimTime::ZERO {
             return argmin_random_ties(

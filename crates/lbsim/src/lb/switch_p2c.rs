@@ -12,7 +12,7 @@
 //! above zero) only, uniformly: a degraded port's slower queue is what steers packets away from
 //! it. No options.
 
-use super::{PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
+use super::{PacketView, Scheme, SchemeInfo, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::{below, SimRng};
 
@@ -20,16 +20,10 @@ use crate::rng::{below, SimRng};
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "switch_p2c",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "power of two choices: two random ports of the next-hop group, the shorter queue",
-        options: &[],
-        reads_queues: true,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("switch_p2c", "packet")
+        .summary("power of two choices: two random ports of the next-hop group, the shorter queue")
+        .reading_queues()
+        .honouring_weights();
     switch_side_scheme!(TwoChoices, |_| TwoChoices);
 }
 
@@ -66,13 +60,7 @@ impl SwitchPolicy for TwoChoices {
     }
 
     /// The same among the live ports (weight above zero); one live port takes every packet.
-    fn choose_weighted(
-        &mut self,
-        _pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
+    fn weighted(&mut self, _: &PacketView, group: &[Port], w: &[u32], rng: &mut SimRng) -> usize {
         let live = |k: usize| {
             (0..w.len())
                 .filter(|&i| w[i] > 0)
@@ -105,7 +93,7 @@ mod tests {
         histogram(
             (0..n).map(|_| match w {
                 None => p.choose(&pkt, g, &mut rng),
-                Some(w) => p.choose_weighted(&pkt, g, w, &mut rng),
+                Some(w) => p.weighted(&pkt, g, w, &mut rng),
             }),
             g.len(),
         )

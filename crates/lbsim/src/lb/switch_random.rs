@@ -2,7 +2,7 @@
 //! spraying, but decided per hop: its queues grow as a zero-drift random walk, Theta(sqrt m) in
 //! the message length m. No options.
 
-use super::{weighted_pick, PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
+use super::{weighted_pick, PacketView, Scheme, SchemeInfo, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use rand::Rng;
@@ -11,16 +11,9 @@ use rand::Rng;
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "switch_random",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "a uniformly random next hop per packet (RSQ)",
-        options: &[],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("switch_random", "packet")
+        .summary("a uniformly random next hop per packet (RSQ)")
+        .honouring_weights();
     switch_side_scheme!(RandomPort, |_| RandomPort);
 }
 
@@ -34,13 +27,7 @@ impl SwitchPolicy for RandomPort {
     }
 
     /// A random port in proportion to the weights.
-    fn choose_weighted(
-        &mut self,
-        _pkt: &PacketView,
-        _group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
+    fn weighted(&mut self, _: &PacketView, _: &[Port], w: &[u32], rng: &mut SimRng) -> usize {
         weighted_pick(rng.gen(), w)
     }
 }

@@ -2,7 +2,7 @@
 //! a random order; after `reshuffle_after_wraps` passes the order is reshuffled at random, which
 //! breaks the lock-step that plain round-robin falls into. With reshuffling off it is plain RR.
 
-use super::{weighted_pick, PacketView, Scheme, SchemeInfo, Side, SwitchPolicy};
+use super::{weighted_pick, PacketView, Scheme, SchemeInfo, SwitchPolicy};
 use crate::net::Port;
 use crate::rng::SimRng;
 use rand::seq::SliceRandom;
@@ -12,16 +12,9 @@ use rand::Rng;
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "switch_rr",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "switch round-robin over the next-hop group, order reshuffled after every 5 wraps",
-        options: &[],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("switch_rr", "packet")
+        .summary("switch round-robin over the next-hop group, order reshuffled after every 5 wraps")
+        .honouring_weights();
     switch_side_scheme!(RoundRobin, |_| RoundRobin::new(RoundRobinConfig::default()));
 }
 
@@ -77,13 +70,7 @@ impl SwitchPolicy for RoundRobin {
 
     /// Walks the rotation, accepting a port with probability weight / max weight: dead ports
     /// are skipped, degraded ones visited proportionally less.
-    fn choose_weighted(
-        &mut self,
-        pkt: &PacketView,
-        group: &[Port],
-        w: &[u32],
-        rng: &mut SimRng,
-    ) -> usize {
+    fn weighted(&mut self, pkt: &PacketView, group: &[Port], w: &[u32], rng: &mut SimRng) -> usize {
         let max = w.iter().copied().max().unwrap_or(0).max(1);
         for _ in 0..64 {
             let i = self.choose(pkt, group, rng);

@@ -3,22 +3,15 @@
 //! flows can stay in lock-step on the same ports. No options.
 
 use super::switch_rr::{RoundRobin, RoundRobinConfig};
-use super::{Scheme, SchemeInfo, Side};
+use super::{Scheme, SchemeInfo};
 
 /// The `switch_rr_simple` scheme.
 pub struct Def;
 
 impl Scheme for Def {
-    const INFO: SchemeInfo = SchemeInfo {
-        name: "switch_rr_simple",
-        side: Side::Switch,
-        granularity: "packet",
-        summary: "plain switch round-robin in a fixed random order",
-        options: &[],
-        reads_queues: false,
-        honours_weights: true,
-        own_switch_decoding: false,
-    };
+    const INFO: SchemeInfo = SchemeInfo::switch("switch_rr_simple", "packet")
+        .summary("plain switch round-robin in a fixed random order")
+        .honouring_weights();
     switch_side_scheme!(RoundRobin, |_| {
         RoundRobin::new(RoundRobinConfig {
             reshuffle_after_wraps: 0,

@@ -104,6 +104,14 @@ pub struct LinkParams {
     pub switch_latency: SimTime,
 }
 
+/// The unit tests' links: 100 Gb/s, 1 us, no switch latency (round numbers for hand checks).
+#[cfg(test)]
+pub(crate) const TEST_LINKS: LinkParams = LinkParams {
+    rate: BitsPerSec(100_000_000_000),
+    latency: SimTime(1_000_000),
+    switch_latency: SimTime::ZERO,
+};
+
 impl Topology {
     /// A k-ary fat-tree; `k` must be even and at least 2.
     pub fn fat_tree(k: u32, p: LinkParams) -> Topology {
@@ -117,39 +125,27 @@ impl Topology {
         let tor = |i: u32| SwitchId(i);
         let agg = |i: u32| SwitchId(tors + i);
         let core = |i: u32| SwitchId(tors + aggs + i);
+        let sw = NodeId::Switch;
         for host in 0..hosts {
-            t.push_link(p, NodeId::Host(HostId(host)), NodeId::Switch(tor(host / h)));
+            t.push_link(p, NodeId::Host(HostId(host)), sw(tor(host / h)));
         }
+        // Each switch's ports: down first, then up (routing relies on this order).
         for i in 0..tors {
             let pod = i / h;
-            t.begin_switch(Tier::Tor, i);
-            for d in 0..h {
-                t.push_link(p, NodeId::Switch(tor(i)), NodeId::Host(HostId(i * h + d)));
-            }
-            for u in 0..h {
-                t.push_link(p, NodeId::Switch(tor(i)), NodeId::Switch(agg(pod * h + u)));
-            }
+            let down = (0..h).map(|d| NodeId::Host(HostId(i * h + d)));
+            let up = (0..h).map(|u| sw(agg(pod * h + u)));
+            t.push_switch(p, Tier::Tor, i, down.chain(up));
         }
         for i in 0..aggs {
             let (pod, pos) = (i / h, i % h);
-            t.begin_switch(Tier::Agg, i);
-            for d in 0..h {
-                t.push_link(p, NodeId::Switch(agg(i)), NodeId::Switch(tor(pod * h + d)));
-            }
-            for u in 0..h {
-                t.push_link(p, NodeId::Switch(agg(i)), NodeId::Switch(core(pos * h + u)));
-            }
+            let down = (0..h).map(|d| sw(tor(pod * h + d)));
+            let up = (0..h).map(|u| sw(core(pos * h + u)));
+            t.push_switch(p, Tier::Agg, i, down.chain(up));
         }
         for i in 0..cores {
             let pos = i / h;
-            t.begin_switch(Tier::Core, i);
-            for pod in 0..k {
-                t.push_link(
-                    p,
-                    NodeId::Switch(core(i)),
-                    NodeId::Switch(agg(pod * h + pos)),
-                );
-            }
+            let down = (0..k).map(|pod| sw(agg(pod * h + pos)));
+            t.push_switch(p, Tier::Core, i, down);
         }
         t
     }
@@ -183,20 +179,14 @@ impl Topology {
             );
         }
         for l in 0..leaves {
-            t.begin_switch(Tier::Tor, l);
-            for d in 0..hosts_per_leaf {
-                let host = HostId(l * hosts_per_leaf + d);
-                t.push_link(p, NodeId::Switch(leaf(l)), NodeId::Host(host));
-            }
-            for s in 0..spines {
-                t.push_link(up, NodeId::Switch(leaf(l)), NodeId::Switch(spine(s)));
-            }
+            let down =
+                (0..hosts_per_leaf).map(|d| (p, NodeId::Host(HostId(l * hosts_per_leaf + d))));
+            let spines = (0..spines).map(|s| (up, NodeId::Switch(spine(s))));
+            t.push_switch_links(Tier::Tor, l, down.chain(spines));
         }
         for s in 0..spines {
-            t.begin_switch(Tier::Agg, s);
-            for l in 0..leaves {
-                t.push_link(up, NodeId::Switch(spine(s)), NodeId::Switch(leaf(l)));
-            }
+            let down = (0..leaves).map(|l| NodeId::Switch(leaf(l)));
+            t.push_switch(up, Tier::Agg, s, down);
         }
         t
     }
@@ -208,6 +198,31 @@ impl Topology {
             switches: Vec::new(),
             links: Vec::new(),
             host_rate: p.rate,
+        }
+    }
+
+    /// Switch `index` of `tier`, its ports' links (all with `p`) to `peers` in order.
+    fn push_switch(
+        &mut self,
+        p: LinkParams,
+        tier: Tier,
+        index: u32,
+        peers: impl Iterator<Item = NodeId>,
+    ) {
+        self.push_switch_links(tier, index, peers.map(|to| (p, to)));
+    }
+
+    /// As [`Topology::push_switch`], each link with its own parameters.
+    fn push_switch_links(
+        &mut self,
+        tier: Tier,
+        index: u32,
+        links: impl Iterator<Item = (LinkParams, NodeId)>,
+    ) {
+        self.begin_switch(tier, index);
+        let me = NodeId::Switch(SwitchId(self.switches.len() as u32 - 1));
+        for (p, to) in links {
+            self.push_link(p, me, to);
         }
     }
 
@@ -357,11 +372,7 @@ mod tests {
     use super::*;
 
     fn params() -> LinkParams {
-        LinkParams {
-            rate: BitsPerSec::from_gbps(100.0),
-            latency: SimTime::from_ns(1000),
-            switch_latency: SimTime::ZERO,
-        }
+        TEST_LINKS
     }
 
     #[test]

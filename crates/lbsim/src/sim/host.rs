@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use super::fabric::Fabric;
 use super::{Cx, Event};
 use crate::ids::{FlowId, HostId, PortId};
-use crate::lb::{AckInfo, HostLbs};
+use crate::lb::{AckInfo, HostLbs, HostSetup};
 use crate::net::{Packet, PacketKind};
 use crate::rng::Stream;
 use crate::scenario::Scenario;
@@ -31,6 +31,15 @@ struct Host {
 
 /// Per-flow sending caps (failure-aware rates), if the control plane keeps them.
 pub(super) type Rates<'a> = Option<&'a [BitsPerSec]>;
+
+/// What a host's handlers touch besides the hosts: the event context, the fabric their NICs
+/// feed, the flows, and the per-flow rate caps.
+pub(super) struct Env<'a> {
+    pub cx: Cx<'a>,
+    pub fabric: &'a mut Fabric,
+    pub flows: &'a mut [Flow],
+    pub rates: Rates<'a>,
+}
 
 /// What receiving one packet asks of the other parts, in this order.
 pub(super) struct Received {
@@ -76,14 +85,13 @@ impl Hosts {
                 pull_pending: false,
             })
             .collect();
-        let lbs = HostLbs::new(
-            sc.scheme,
-            sc.flows.iter().map(|f| (f.src, f.dst)),
-            topo,
-            &st.load_balancing,
-            st.loss_recovery == crate::transport::LossRecoveryKind::Trim,
-            st.seed,
-        );
+        let setup = HostSetup {
+            topology: topo,
+            config: &st.load_balancing,
+            trimming: st.loss_recovery == crate::transport::LossRecoveryKind::Trim,
+            seed: st.seed,
+        };
+        let lbs = HostLbs::new(sc.scheme, sc.flows.iter().map(|f| (f.src, f.dst)), &setup);
         Hosts {
             hosts,
             lbs,
@@ -111,110 +119,76 @@ impl Hosts {
         cx.push(cx.now, Event::HostWake(h));
     }
 
-    pub(super) fn on_flow_start(
-        &mut self,
-        cx: &mut Cx,
-        fabric: &mut Fabric,
-        flows: &mut [Flow],
-        rates: Rates,
-        f: FlowId,
-    ) {
-        let flow = &mut flows[f.idx()];
-        if !flow.start(cx.now) {
+    pub(super) fn on_flow_start(&mut self, e: &mut Env, f: FlowId) {
+        let flow = &mut e.flows[f.idx()];
+        if !flow.start(e.cx.now) {
             return;
         }
         let src = flow.src;
         let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
         self.hosts[src.idx()].active.push_back(f);
-        self.try_send(cx, fabric, flows, rates, src);
+        self.try_send(e, src);
         if self.timers {
-            cx.push(cx.now + rto, Event::FlowTimer(f));
+            e.cx.push(e.cx.now + rto, Event::FlowTimer(f));
         }
     }
 
     /// The NIC went idle or the pacer allows the next packet.
     #[inline]
-    pub(super) fn on_wake(
-        &mut self,
-        cx: &mut Cx,
-        fabric: &mut Fabric,
-        flows: &mut [Flow],
-        rates: Rates,
-        h: HostId,
-    ) {
+    pub(super) fn on_wake(&mut self, e: &mut Env, h: HostId) {
         self.hosts[h.idx()].wake_pending = false;
-        self.try_send(cx, fabric, flows, rates, h);
+        self.try_send(e, h);
     }
 
     /// The flow's timer: after a whole timeout without an ACK, the host policy hears
     /// `on_timeout` and loss recovery declares everything outstanding lost. Re-arms itself until
     /// the flow is done.
-    pub(super) fn on_flow_timer(
-        &mut self,
-        cx: &mut Cx,
-        fabric: &mut Fabric,
-        flows: &mut [Flow],
-        rates: Rates,
-        f: FlowId,
-    ) {
-        let now = cx.now;
-        let Some(due) = flows[f.idx()].poll_timeout(self.rto) else {
+    pub(super) fn on_flow_timer(&mut self, e: &mut Env, f: FlowId) {
+        let now = e.cx.now;
+        let Some(due) = e.flows[f.idx()].poll_timeout(self.rto) else {
             return;
         };
         if now < due {
-            cx.push(due, Event::FlowTimer(f));
+            e.cx.push(due, Event::FlowTimer(f));
             return;
         }
         self.lbs.on_timeout(f, now);
-        let next = flows[f.idx()].on_timeout(now, self.rto);
-        cx.push(next, Event::FlowTimer(f));
-        self.wake_flow(cx, fabric, flows, rates, f);
+        let next = e.flows[f.idx()].on_timeout(now, self.rto);
+        e.cx.push(next, Event::FlowTimer(f));
+        self.wake_flow(e, f);
     }
 
     /// Puts a flow that left its host's ring (window, credit or nothing to send) back in it.
-    pub(super) fn wake_flow(
-        &mut self,
-        cx: &mut Cx,
-        fabric: &mut Fabric,
-        flows: &mut [Flow],
-        rates: Rates,
-        f: FlowId,
-    ) {
-        let flow = &mut flows[f.idx()];
+    pub(super) fn wake_flow(&mut self, e: &mut Env, f: FlowId) {
+        let flow = &mut e.flows[f.idx()];
         if !flow.rejoin_ring() {
             return;
         }
         let src = flow.src;
         self.hosts[src.idx()].active.push_back(f);
-        self.try_send(cx, fabric, flows, rates, src);
+        self.try_send(e, src);
     }
 
     /// The credit pacer allows the next pull.
-    pub(super) fn on_pull_wake(
-        &mut self,
-        cx: &mut Cx,
-        fabric: &mut Fabric,
-        flows: &[Flow],
-        h: HostId,
-    ) {
+    pub(super) fn on_pull_wake(&mut self, e: &mut Env, h: HostId) {
         self.hosts[h.idx()].pull_pending = false;
-        self.try_pull(cx, fabric, flows, h);
+        self.try_pull(e, h);
     }
 
     /// EQDS: sends the receiver's next credit if its pacer allows, else waits for it.
-    fn try_pull(&mut self, cx: &mut Cx, fabric: &mut Fabric, flows: &[Flow], h: HostId) {
-        let now = cx.now;
+    fn try_pull(&mut self, e: &mut Env, h: HostId) {
+        let now = e.cx.now;
         let host = &mut self.hosts[h.idx()];
         if host.pull_pending || host.pulls.is_empty() {
             return;
         }
         if host.next_pull > now {
             host.pull_pending = true;
-            cx.push(host.next_pull, Event::PullWake(h));
+            e.cx.push(host.next_pull, Event::PullWake(h));
             return;
         }
         while let Some((f, entropy)) = host.pulls.pop_front() {
-            let flow = &flows[f.idx()];
+            let flow = &e.flows[f.idx()];
             if flow.finish.is_some() {
                 continue;
             }
@@ -236,37 +210,30 @@ impl Hosts {
             host.next_pull = now + self.pull_gap;
             if !host.pulls.is_empty() {
                 host.pull_pending = true;
-                cx.push(host.next_pull, Event::PullWake(h));
+                e.cx.push(host.next_pull, Event::PullWake(h));
             }
-            cx.counters.acks_sent += 1;
-            let i = fabric.slots.insert(pull);
-            fabric.inject(cx, PortId(h.0), i);
+            e.cx.counters.acks_sent += 1;
+            let i = e.fabric.slots.insert(pull);
+            e.fabric.inject(&mut e.cx, PortId(h.0), i);
             return;
         }
     }
 
     /// Lets host `h` put its next data packet on its NIC if the NIC is idle and the pacer allows;
     /// otherwise makes sure a wake-up is pending for when both will.
-    pub(super) fn try_send(
-        &mut self,
-        cx: &mut Cx,
-        fabric: &mut Fabric,
-        flows: &mut [Flow],
-        rates: Rates,
-        h: HostId,
-    ) {
-        let now = cx.now;
+    pub(super) fn try_send(&mut self, e: &mut Env, h: HostId) {
+        let now = e.cx.now;
         let port = PortId(h.0);
         let host = &mut self.hosts[h.idx()];
         if host.active.is_empty() || host.wake_pending {
             return;
         }
-        let p = &mut fabric.ports[port.idx()];
+        let p = &mut e.fabric.ports[port.idx()];
         p.sync(now);
         let ready = p.busy_until.max(host.next_send);
         if ready > now {
             host.wake_pending = true;
-            cx.push(ready, Event::HostWake(h));
+            e.cx.push(ready, Event::HostWake(h));
             return;
         }
         // Round-robin over flows that may send; finished ones, and ones that their window,
@@ -278,7 +245,7 @@ impl Hosts {
             if tries == 0 {
                 if earliest < SimTime::MAX {
                     host.wake_pending = true;
-                    cx.push(earliest, Event::HostWake(h));
+                    e.cx.push(earliest, Event::HostWake(h));
                 }
                 return;
             }
@@ -286,17 +253,17 @@ impl Hosts {
             let Some(f) = host.active.pop_front() else {
                 return;
             };
-            match flows[f.idx()].poll_transmit(now, self.mss) {
+            match e.flows[f.idx()].poll_transmit(now, self.mss) {
                 Transmit::Ready(next) => break (f, next),
                 Transmit::PacedUntil(t) => {
                     earliest = earliest.min(t);
                     host.active.push_back(f);
                 }
-                Transmit::Finished | Transmit::Blocked => flows[f.idx()].leave_ring(),
+                Transmit::Finished | Transmit::Blocked => e.flows[f.idx()].leave_ring(),
             }
         };
         host.active.push_back(f);
-        let flow = &mut flows[f.idx()];
+        let flow = &mut e.flows[f.idx()];
         let wire = next.payload + self.header;
         // The flow's own stream, indexed by its packet count: other flows never shift it.
         let mut draws = crate::rng::packet_rng(self.path_base, f.0 as u64, flow.data_packets_sent);
@@ -316,41 +283,34 @@ impl Hosts {
             done: false,
             cnp: false,
         };
-        let share = rates.map(|r| r[f.idx()]);
+        let share = e.rates.map(|r| r[f.idx()]);
         flow.on_transmit(next, now, wire, share);
-        cx.counters.data_sent += 1;
+        e.cx.counters.data_sent += 1;
         host.next_send = now + self.pace_rate.serialization(wire as u64);
         let next_send = host.next_send;
-        let i = fabric.slots.insert(pkt);
-        fabric.admit(cx, port, i);
-        let ready = fabric.ports[port.idx()].busy_until.max(next_send);
+        let i = e.fabric.slots.insert(pkt);
+        e.fabric.admit(&mut e.cx, port, i);
+        let ready = e.fabric.ports[port.idx()].busy_until.max(next_send);
         let host = &mut self.hosts[h.idx()];
         // The round-robin's next flow sends at the wake-up: fetch its line now.
         if let Some(&g) = host.active.front() {
-            crate::engine::prefetch(&flows[g.idx()].tx);
+            crate::engine::prefetch(&e.flows[g.idx()].tx);
         }
         host.wake_pending = true;
-        cx.push(ready, Event::HostWake(h));
+        e.cx.push(ready, Event::HostWake(h));
     }
 
     /// Host `h` takes the packet in slot `i`: data is handed to its flow's receiver (and
     /// answered), ACKs, NACKs and credits to its sender and host policy.
     #[inline]
-    pub(super) fn receive(
-        &mut self,
-        cx: &mut Cx,
-        fabric: &mut Fabric,
-        flows: &mut [Flow],
-        h: HostId,
-        i: u32,
-    ) -> Received {
-        let now = cx.now;
-        let packet = *fabric.slots.pkt(i);
+    pub(super) fn receive(&mut self, e: &mut Env, h: HostId, i: u32) -> Received {
+        let now = e.cx.now;
+        let packet = *e.fabric.slots.pkt(i);
         if !packet.kind.is_forward() {
-            fabric.slots.release(i);
+            e.fabric.slots.release(i);
         }
         let f = packet.flow;
-        let flow = &mut flows[f.idx()];
+        let flow = &mut e.flows[f.idx()];
         let mut got = Received {
             done: None,
             wake: None,
@@ -358,10 +318,10 @@ impl Hosts {
         match packet.kind {
             PacketKind::Data | PacketKind::Header => {
                 debug_assert_eq!(packet.dst, h);
-                cx.counters.data_delivered += 1;
+                e.cx.counters.data_delivered += 1;
                 let r = flow.on_data(&packet, now, self.cnp_gap);
                 if !r.fresh {
-                    cx.counters.discarded += 1;
+                    e.cx.counters.discarded += 1;
                 }
                 // The reply keeps the data's flow, transmission, entropy, ECN mark and send time.
                 if let Some((kind, seq)) = r.reply {
@@ -374,22 +334,22 @@ impl Hosts {
                     ack.payload = 0;
                     ack.done = flow.finish.is_some();
                     ack.cnp = r.cnp;
-                    cx.counters.acks_sent += 1;
-                    *fabric.slots.pkt_mut(i) = ack;
-                    fabric.inject(cx, PortId(h.0), i);
+                    e.cx.counters.acks_sent += 1;
+                    *e.fabric.slots.pkt_mut(i) = ack;
+                    e.fabric.inject(&mut e.cx, PortId(h.0), i);
                 } else {
-                    fabric.slots.release(i);
+                    e.fabric.slots.release(i);
                 }
                 if self.eqds && !r.complete {
                     self.hosts[h.idx()].pulls.push_back((f, packet.entropy));
-                    self.try_pull(cx, fabric, flows, h);
+                    self.try_pull(e, h);
                 }
                 if r.just_done {
                     got.done = Some((f, true));
                 }
             }
             PacketKind::Ack => {
-                cx.counters.acks_delivered += 1;
+                e.cx.counters.acks_delivered += 1;
                 self.lbs.on_ack(
                     f,
                     AckInfo {
@@ -405,7 +365,7 @@ impl Hosts {
                 got.wake = Some(f);
             }
             PacketKind::Nack => {
-                cx.counters.acks_delivered += 1;
+                e.cx.counters.acks_delivered += 1;
                 // To a host policy a NACK is a congested path: its queue overflowed.
                 self.lbs.on_ack(
                     f,
@@ -422,7 +382,7 @@ impl Hosts {
                 got.wake = Some(f);
             }
             PacketKind::Pull => {
-                cx.counters.acks_delivered += 1;
+                e.cx.counters.acks_delivered += 1;
                 flow.on_credit(now);
                 got.wake = Some(f);
             }

@@ -22,7 +22,7 @@ use crate::transport::{Flow, LossRecoveryKind};
 use crate::workload::FlowSpec;
 use control::ControlPlane;
 use fabric::{Arrival, Fabric};
-use host::Hosts;
+use host::{Env, Hosts};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
@@ -185,6 +185,18 @@ macro_rules! cx {
     };
 }
 
+/// Borrows `$s`'s parts but the hosts and control plane as a host handler's [`Env`].
+macro_rules! env {
+    ($s:ident) => {
+        Env {
+            cx: cx!($s),
+            fabric: &mut $s.fabric,
+            flows: &mut $s.flows,
+            rates: $s.control.rates(),
+        }
+    };
+}
+
 /// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
 fn cc_ctx(
     topo: &crate::net::Topology,
@@ -333,53 +345,18 @@ impl Simulation {
                 self.fabric.prefetch_port(p);
             }
             match Event::from(ev) {
-                Event::FlowStart(f) => {
-                    let mut cx = cx!(self);
-                    self.hosts.on_flow_start(
-                        &mut cx,
-                        &mut self.fabric,
-                        &mut self.flows,
-                        self.control.rates(),
-                        f,
-                    );
-                }
+                Event::FlowStart(f) => self.hosts.on_flow_start(&mut env!(self), f),
                 Event::Arrive(p) => self.on_arrive(p),
-                Event::HostWake(h) => {
-                    let mut cx = cx!(self);
-                    self.hosts.on_wake(
-                        &mut cx,
-                        &mut self.fabric,
-                        &mut self.flows,
-                        self.control.rates(),
-                        h,
-                    );
-                }
+                Event::HostWake(h) => self.hosts.on_wake(&mut env!(self), h),
                 Event::Control(i) => {
                     let mut cx = cx!(self);
-                    self.control.on_control(
-                        &mut cx,
-                        i,
-                        &self.sc,
-                        &mut self.fabric,
-                        &mut self.flows,
-                        &mut self.hosts,
-                    );
+                    let (sc, fabric) = (&self.sc, &mut self.fabric);
+                    let (flows, hosts) = (&mut self.flows, &mut self.hosts);
+                    self.control
+                        .on_control(&mut cx, i, sc, fabric, flows, hosts);
                 }
-                Event::FlowTimer(f) => {
-                    let mut cx = cx!(self);
-                    self.hosts.on_flow_timer(
-                        &mut cx,
-                        &mut self.fabric,
-                        &mut self.flows,
-                        self.control.rates(),
-                        f,
-                    );
-                }
-                Event::PullWake(h) => {
-                    let mut cx = cx!(self);
-                    self.hosts
-                        .on_pull_wake(&mut cx, &mut self.fabric, &self.flows, h);
-                }
+                Event::FlowTimer(f) => self.hosts.on_flow_timer(&mut env!(self), f),
+                Event::PullWake(h) => self.hosts.on_pull_wake(&mut env!(self), h),
             }
             if self.completed == total {
                 break;
@@ -393,34 +370,23 @@ impl Simulation {
     #[inline]
     fn on_arrive(&mut self, port: PortId) {
         let mut cx = cx!(self);
-        match self
+        let (h, i) = match self
             .fabric
             .on_arrive(&mut cx, &self.sc.topology, &self.flows, port)
         {
-            Arrival::Forwarded => {}
-            Arrival::Lost(i) => self.lose(i),
-            Arrival::AtHost(h, i) => {
-                let got = self
-                    .hosts
-                    .receive(&mut cx, &mut self.fabric, &mut self.flows, h, i);
-                // Triggers fire before the sender's ring moves on, as the flow saw its
-                // completion first.
-                if let Some((f, recv)) = got.done {
-                    if recv {
-                        self.completed += 1;
-                    }
-                    self.control.activate_all(&mut cx, &self.sc.deps, f, recv);
-                }
-                if let Some(f) = got.wake {
-                    self.hosts.wake_flow(
-                        &mut cx,
-                        &mut self.fabric,
-                        &mut self.flows,
-                        self.control.rates(),
-                        f,
-                    );
-                }
-            }
+            Arrival::Forwarded => return,
+            Arrival::Lost(i) => return self.lose(i),
+            Arrival::AtHost(h, i) => (h, i),
+        };
+        let got = self.hosts.receive(&mut env!(self), h, i);
+        // Triggers fire before the sender's ring moves on, as the flow saw its completion first.
+        if let Some((f, recv)) = got.done {
+            self.completed += recv as u64;
+            self.control
+                .activate_all(&mut cx!(self), &self.sc.deps, f, recv);
+        }
+        if let Some(f) = got.wake {
+            self.hosts.wake_flow(&mut env!(self), f);
         }
     }
 

@@ -254,19 +254,10 @@ pub(crate) fn schedule(
 mod tests {
     use super::*;
     use crate::ids::HostId;
-    use crate::net::LinkParams;
-    use crate::time::BitsPerSec;
     use crate::workload::Trigger;
 
     fn k4_100g() -> Topology {
-        Topology::fat_tree(
-            4,
-            LinkParams {
-                rate: BitsPerSec::from_gbps(100.0),
-                latency: SimTime::from_ns(1000),
-                switch_latency: SimTime::ZERO,
-            },
-        )
+        Topology::fat_tree(4, crate::net::topology::TEST_LINKS)
     }
 
     const S: Sizes = Sizes {

@@ -242,15 +242,7 @@ mod tests {
     const G: f64 = 1.0 / 256.0;
 
     fn ctx() -> CcCtx {
-        CcCtx {
-            base_rtt: SimTime::from_us(10),
-            line_rate: BitsPerSec::from_gbps(100.0),
-            mss: 4096,
-            mtu: 4160,
-            hops: 6,
-            bdp: 125_000,
-            trimming: false,
-        }
+        CcCtx::test(SimTime::from_us(10), 100.0, 125_000)
     }
 
     fn ack(now: SimTime, cnp: bool) -> AckSample {

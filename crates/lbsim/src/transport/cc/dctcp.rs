@@ -178,20 +178,11 @@ impl CongestionControl for Dctcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::BitsPerSec;
 
     const MSS: u64 = 4096;
 
     fn ctx(bdp_packets: u64) -> CcCtx {
-        CcCtx {
-            base_rtt: SimTime::from_us(10),
-            line_rate: BitsPerSec::from_gbps(400.0),
-            mss: MSS as u32,
-            mtu: MSS as u32 + 64,
-            hops: 6,
-            bdp: bdp_packets * MSS,
-            trimming: false,
-        }
+        CcCtx::test(SimTime::from_us(10), 400.0, bdp_packets * MSS)
     }
 
     fn ack(ecn: bool) -> AckSample {

@@ -73,6 +73,22 @@ pub struct CcCtx {
     pub trimming: bool,
 }
 
+#[cfg(test)]
+impl CcCtx {
+    /// The unit tests' path: 4096-byte payloads in 4160-byte packets over six hops, no trimming.
+    pub(crate) fn test(base_rtt: SimTime, gbps: f64, bdp: u64) -> CcCtx {
+        CcCtx {
+            base_rtt,
+            line_rate: BitsPerSec::from_gbps(gbps),
+            mss: 4096,
+            mtu: 4160,
+            hops: 6,
+            bdp,
+            trimming: false,
+        }
+    }
+}
+
 /// What the sender learns from one ACK of a data packet.
 #[derive(Clone, Copy, Debug)]
 pub struct AckSample {

@@ -368,7 +368,6 @@ impl CongestionControl for Nscc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::BitsPerSec;
 
     const MSS: u64 = 4096;
     const MTU: u64 = 4160;
@@ -377,13 +376,8 @@ mod tests {
 
     fn ctx(trimming: bool) -> CcCtx {
         CcCtx {
-            base_rtt: SimTime::from_us(12),
-            line_rate: BitsPerSec::from_gbps(100.0),
-            mss: MSS as u32,
-            mtu: MTU as u32,
-            hops: 6,
-            bdp: BDP,
             trimming,
+            ..CcCtx::test(SimTime::from_us(12), 100.0, BDP)
         }
     }
 
