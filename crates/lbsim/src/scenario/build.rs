@@ -1,0 +1,328 @@
+//! Validation of a scenario file and building the topology, workload and failures from it.
+
+use super::set::blame_sets;
+use super::*;
+
+impl Scenario {
+    /// Validates `file` and builds the topology and workload. An error about a key that one of
+    /// `origin.sets` set names that `--set`.
+    pub fn build(file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
+        Self::build_unblamed(file, origin).map_err(|e| blame_sets(e, &origin.sets))
+    }
+
+    fn build_unblamed(file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
+        let t = &file.topology;
+        let o = origin;
+        check(
+            t.link_gbps.is_finite() && (MIN_GBPS..=1e6).contains(&t.link_gbps),
+            o,
+            "topology.link_gbps",
+            "must be a positive rate in Gb/s, at least 1e-6 (1 kb/s) and at most 1e6",
+        )?;
+        check(
+            finite_nonneg(t.link_latency_ns) && t.link_latency_ns < 1e9,
+            o,
+            "topology.link_latency_ns",
+            "must be a non-negative number of nanoseconds",
+        )?;
+        check(
+            finite_nonneg(t.switch_latency_ns) && t.switch_latency_ns < 1e9,
+            o,
+            "topology.switch_latency_ns",
+            "must be a non-negative number of nanoseconds",
+        )?;
+        let p = &file.packet;
+        check(
+            p.payload_bytes > 0,
+            o,
+            "packet.payload_bytes",
+            "must be positive",
+        )?;
+        check(p.ack_bytes > 0, o, "packet.ack_bytes", "must be positive")?;
+        check(
+            p.payload_bytes.checked_add(p.header_bytes).is_some(),
+            o,
+            "packet.header_bytes",
+            "too large",
+        )?;
+        let mtu = (p.payload_bytes + p.header_bytes) as u64;
+        check(
+            t.buffer_bytes >= mtu,
+            o,
+            "topology.buffer_bytes",
+            &format!("must hold at least one full packet ({mtu} bytes)"),
+        )?;
+        let tr = &file.transport;
+        check(
+            tr.rate_coef.is_finite() && tr.rate_coef > 0.0 && tr.rate_coef <= 1.0,
+            o,
+            "transport.rate_coef",
+            "must be in (0, 1]",
+        )?;
+        tr.validate(t, o)?;
+        check(
+            mtu <= u16::MAX as u64 && p.ack_bytes <= u16::MAX as u32,
+            o,
+            "packet.payload_bytes",
+            "payload + headers (and ACKs) must fit in 65,535 bytes",
+        )?;
+        if let Some(h) = t.trim_header_bytes {
+            check(
+                h > 0 && (h as u64) < mtu,
+                o,
+                "topology.trim_header_bytes",
+                &format!("must be positive and smaller than a full packet ({mtu} bytes)"),
+            )?;
+        }
+        let kmin = t.ecn_threshold();
+        if let Some(kmax) = t.ecn_kmax_bytes {
+            check(
+                kmax > kmin,
+                o,
+                "topology.ecn_kmax_bytes",
+                &format!("must exceed the marking threshold Kmin ({kmin} bytes)"),
+            )?;
+        }
+        if let Some(pm) = t.ecn_pmax {
+            check(
+                t.ecn_kmax_bytes.is_some(),
+                o,
+                "topology.ecn_pmax",
+                "needs topology.ecn_kmax_bytes (RED marking)",
+            )?;
+            check(
+                pm.is_finite() && pm > 0.0 && pm <= 1.0,
+                o,
+                "topology.ecn_pmax",
+                "must be in (0, 1]",
+            )?;
+        }
+        if let Some(c) = t.control_buffer_bytes {
+            check(
+                c >= 64 && c < u32::MAX as u64,
+                o,
+                "topology.control_buffer_bytes",
+                "must be at least 64 bytes and below 4 GB",
+            )?;
+        }
+        let scheme = file.scheme().map_err(|msg| ConfigError::Invalid {
+            origin: o.name.clone(),
+            key: "load_balancing.scheme".into(),
+            msg,
+        })?;
+        file.load_balancing.validate(scheme, o)?;
+        let end_time = match file.end_time_us {
+            None => None,
+            Some(us) => {
+                check(
+                    us.is_finite() && us > 0.0,
+                    o,
+                    "end_time_us",
+                    "must be a positive number of microseconds",
+                )?;
+                Some(SimTime::from_us_f64(us))
+            }
+        };
+        // Events name ports, hosts, flows and fabric changes by a 29-bit id: refuse what would
+        // not fit before allocating it (the counts are upper bounds, exact but for ranks that
+        // share a host).
+        if let Some(e) = file.memory_estimate() {
+            let max = MAX_EVENT_ID as u128;
+            check(
+                e.ports <= max,
+                o,
+                "topology",
+                &format!("{} ports; events can name at most {max}", e.ports),
+            )?;
+            check(
+                e.flows <= max,
+                o,
+                "workload",
+                &format!(
+                    "about {} flows; events can name at most {max} flows in one run",
+                    e.flows
+                ),
+            )?;
+        }
+        let params = LinkParams {
+            rate: BitsPerSec::from_gbps(t.link_gbps),
+            latency: SimTime::from_ns_f64(t.link_latency_ns),
+            switch_latency: SimTime::from_ns_f64(t.switch_latency_ns),
+        };
+        let topology = match t.kind {
+            TopologyKind::FatTree => {
+                check(
+                    t.k >= 2 && t.k.is_multiple_of(2),
+                    o,
+                    "topology.k",
+                    &format!("fat-tree k must be even and at least 2, got {}", t.k),
+                )?;
+                check(
+                    t.k <= 128,
+                    o,
+                    "topology.k",
+                    "at most 128 (over 500,000 hosts)",
+                )?;
+                Topology::fat_tree(t.k, params)
+            }
+            TopologyKind::LeafSpine => {
+                check(
+                    t.hosts_per_leaf >= 1,
+                    o,
+                    "topology.hosts_per_leaf",
+                    "must be >= 1",
+                )?;
+                check(t.leaves >= 1, o, "topology.leaves", "must be >= 1")?;
+                check(t.spines >= 1, o, "topology.spines", "must be >= 1")?;
+                check(
+                    t.oversubscription.is_finite() && t.oversubscription > 0.0,
+                    o,
+                    "topology.oversubscription",
+                    "must be positive",
+                )?;
+                check(
+                    (t.hosts_per_leaf as u64 * t.leaves as u64) < (1 << 24),
+                    o,
+                    "topology.leaves",
+                    "too many hosts",
+                )?;
+                let up_gbps =
+                    t.hosts_per_leaf as f64 * t.link_gbps / (t.spines as f64 * t.oversubscription);
+                check(
+                    (MIN_GBPS..=1e9).contains(&up_gbps),
+                    o,
+                    "topology.oversubscription",
+                    &format!(
+                        "makes the uplink rate hosts_per_leaf x link_gbps / (spines x \
+                         oversubscription) {up_gbps:e} Gb/s; it must be from 1e-6 (1 kb/s) to 1e9"
+                    ),
+                )?;
+                Topology::leaf_spine(
+                    t.hosts_per_leaf,
+                    t.leaves,
+                    t.spines,
+                    params,
+                    BitsPerSec::from_gbps(up_gbps),
+                )
+            }
+        };
+        check(
+            topology.hosts >= 2,
+            o,
+            "topology",
+            "needs at least two hosts",
+        )?;
+        let ecn = t.ecn_threshold();
+        let workload::Workload {
+            flows,
+            deps,
+            mut labels,
+            ids: flow_ids,
+        } = workload::generate(&file.traffic(), &topology, origin)?;
+        let sizes = bound::Sizes {
+            mss: file.packet.payload_bytes,
+            header: file.packet.header_bytes,
+            ack: file.packet.ack_bytes,
+        };
+        for c in &mut labels.collectives {
+            c.bound = crate::stats::collectives::bound(&topology, &flows, &deps, &c.flows, sizes);
+        }
+        check(
+            flows.len() <= MAX_EVENT_ID as usize,
+            o,
+            "workload",
+            &format!(
+                "{} flows; events can name at most {MAX_EVENT_ID} flows in one run",
+                flows.len()
+            ),
+        )?;
+        let failures = failure::resolve(&file.failures, &topology, file.seed, origin)?;
+        // Each failure schedules up to three fabric changes (fail, recover, converge).
+        check(
+            failures.len() as u64 * 4 <= MAX_EVENT_ID as u64,
+            o,
+            "failures",
+            "too many failed links for one run",
+        )?;
+        let convergence = match file.failure.convergence_us {
+            None => None,
+            Some(g) => {
+                check(
+                    finite_nonneg(g),
+                    o,
+                    "failure.convergence_us",
+                    "must be a non-negative number of microseconds",
+                )?;
+                Some(SimTime::from_us_f64(g))
+            }
+        };
+        let rto = match file.transport.rto_us {
+            None => SimTime::from_us_f64(defaults::RTO_US),
+            Some(us) => {
+                check(
+                    us.is_finite() && us > 0.0,
+                    o,
+                    "transport.rto_us",
+                    "must be a positive number of microseconds",
+                )?;
+                SimTime::from_us_f64(us)
+            }
+        };
+        let end_time = match (end_time, file.failures.is_empty()) {
+            (None, false) => {
+                let sizes = bound::Sizes {
+                    mss: file.packet.payload_bytes,
+                    header: file.packet.header_bytes,
+                    ack: file.packet.ack_bytes,
+                };
+                let lb = bound::lower_bound(&topology, &flows, sizes);
+                // With dependencies the flows run in steps: allow for every step in series
+                // (every flow's bytes one after another, plus every trigger's delay and a
+                // longest path per trigger), which no collective exceeds.
+                let chain = if deps.is_empty() {
+                    SimTime::ZERO
+                } else {
+                    let bytes = flows.iter().fold(0u64, |a, f| {
+                        a.saturating_add(bound::data_wire_bytes(f.size_bytes, sizes))
+                    });
+                    let path = SimTime(
+                        topology
+                            .links
+                            .iter()
+                            .map(|l| l.latency.ps())
+                            .max()
+                            .unwrap_or(0)
+                            * defaults::MAX_PATH_LINKS,
+                    );
+                    deps.triggers
+                        .iter()
+                        .fold(topology.host_rate.serialization(bytes), |t, tr| {
+                            t.saturating_add(tr.delay).saturating_add(path)
+                        })
+                };
+                Some(SimTime(
+                    lb.max(chain)
+                        .ps()
+                        .saturating_mul(defaults::FAILURE_END_TIME_BOUNDS),
+                ))
+            }
+            (e, _) => e,
+        };
+        let settings = Settings::resolve(&file, &topology);
+        Ok(Scenario {
+            settings,
+            scheme,
+            topology,
+            flows,
+            flow_ids,
+            deps,
+            labels,
+            ecn_threshold_bytes: ecn,
+            end_time,
+            failures,
+            convergence,
+            rto,
+            file,
+        })
+    }
+}
