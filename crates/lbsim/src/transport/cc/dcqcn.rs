@@ -23,7 +23,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind};
+use super::{
+    check_min, check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind,
+};
 use crate::time::{BitsPerSec, SimTime};
 
 /// `[transport.dcqcn]`; defaults are the DCQCN paper's recommended settings (g, both timers,
@@ -72,15 +74,15 @@ impl Default for DcqcnConfig {
 impl DcqcnConfig {
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         check_range("g", self.g, f64::MIN_POSITIVE, 1.0)?;
-        check_range("rate_ai_mbps", self.rate_ai_mbps, 0.0, f64::INFINITY)?;
-        check_range("rate_hai_mbps", self.rate_hai_mbps, 0.0, f64::INFINITY)?;
+        check_min("rate_ai_mbps", self.rate_ai_mbps, 0.0)?;
+        check_min("rate_hai_mbps", self.rate_hai_mbps, 0.0)?;
         // A timer period under a picosecond would never advance simulated time.
-        check_range("timer_us", self.timer_us, 1e-6, f64::INFINITY)?;
-        check_range("alpha_timer_us", self.alpha_timer_us, 1e-6, f64::INFINITY)?;
+        check_min("timer_us", self.timer_us, 1e-6)?;
+        check_min("alpha_timer_us", self.alpha_timer_us, 1e-6)?;
         if self.byte_counter_bytes == 0 {
             return Err(("byte_counter_bytes", "must be at least 1".to_string()));
         }
-        check_range("cnp_interval_us", self.cnp_interval_us, 0.0, f64::INFINITY)?;
+        check_min("cnp_interval_us", self.cnp_interval_us, 0.0)?;
         check_positive("min_rate_mbps", self.min_rate_mbps)?;
         Ok(())
     }
@@ -427,9 +429,7 @@ mod tests {
     fn validation_names_the_bad_field() {
         assert!(DcqcnConfig::default().validate().is_ok());
         let bad = |f: fn(&mut DcqcnConfig)| {
-            let mut c = DcqcnConfig::default();
-            f(&mut c);
-            c.validate().unwrap_err().0
+            crate::transport::cc::rejected_field(DcqcnConfig::validate, f)
         };
         assert_eq!(bad(|c| c.g = -0.1), "g");
         assert_eq!(bad(|c| c.rate_ai_mbps = f64::NAN), "rate_ai_mbps");

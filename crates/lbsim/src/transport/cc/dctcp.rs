@@ -19,7 +19,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind};
+use super::{
+    check_min, check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind,
+};
 use crate::time::SimTime;
 
 /// `[transport.dctcp]`
@@ -54,17 +56,11 @@ impl DctcpConfig {
         if let Some(w) = self.initial_window_packets {
             check_positive("initial_window_packets", w)?;
         }
-        check_range(
-            "min_window_packets",
-            self.min_window_packets,
-            1.0,
-            f64::INFINITY,
-        )?;
-        check_range(
+        check_min("min_window_packets", self.min_window_packets, 1.0)?;
+        check_min(
             "additive_increase_packets",
             self.additive_increase_packets,
             0.0,
-            f64::INFINITY,
         )?;
         Ok(())
     }
@@ -308,9 +304,7 @@ mod tests {
     fn validation_names_the_bad_field() {
         assert!(DctcpConfig::default().validate().is_ok());
         let bad = |f: fn(&mut DctcpConfig)| {
-            let mut c = DctcpConfig::default();
-            f(&mut c);
-            c.validate().unwrap_err().0
+            crate::transport::cc::rejected_field(DctcpConfig::validate, f)
         };
         assert_eq!(bad(|c| c.g = 0.0), "g");
         assert_eq!(bad(|c| c.g = f64::NAN), "g");

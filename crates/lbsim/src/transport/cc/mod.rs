@@ -89,6 +89,17 @@ impl CcCtx {
     }
 }
 
+/// The field a config's `validate` names once `edit` has spoilt its defaults (unit tests).
+#[cfg(test)]
+pub(crate) fn rejected_field<C: Default>(
+    validate: fn(&C) -> Result<(), (&'static str, String)>,
+    edit: fn(&mut C),
+) -> &'static str {
+    let mut c = C::default();
+    edit(&mut c);
+    validate(&c).unwrap_err().0
+}
+
 /// What the sender learns from one ACK of a data packet.
 #[derive(Clone, Copy, Debug)]
 pub struct AckSample {
@@ -250,6 +261,11 @@ impl Cc {
 }
 
 /// Ok if `v` is finite and within `[lo, hi]` (`hi` may be infinite); else the field and why.
+/// `check_range` with no upper end.
+fn check_min(field: &'static str, v: f64, lo: f64) -> Result<(), (&'static str, String)> {
+    check_range(field, v, lo, f64::INFINITY)
+}
+
 fn check_range(
     field: &'static str,
     v: f64,

@@ -33,7 +33,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind};
+use super::{
+    check_min, check_positive, check_range, AckSample, CcCtx, CongestionControl, LossKind,
+};
 use crate::time::SimTime;
 
 /// UEC's reference network, on which the increase constants are defined: 100 Gb/s x 12 us.
@@ -105,43 +107,13 @@ impl NsccConfig {
         check_positive("maxwnd_bdp", self.maxwnd_bdp)?;
         check_range("beta", self.beta, 0.0, 1.0)?;
         check_range("min_md_factor", self.min_md_factor, 0.0, 1.0)?;
-        check_range(
-            "fair_increase_mtus",
-            self.fair_increase_mtus,
-            0.0,
-            f64::INFINITY,
-        )?;
-        check_range(
-            "proportional_gain_mtus",
-            self.proportional_gain_mtus,
-            0.0,
-            f64::INFINITY,
-        )?;
-        check_range(
-            "fast_increase_scale",
-            self.fast_increase_scale,
-            0.0,
-            f64::INFINITY,
-        )?;
-        check_range(
-            "fast_increase_delay_us",
-            self.fast_increase_delay_us,
-            0.0,
-            f64::INFINITY,
-        )?;
-        check_range(
-            "quick_adapt_factor",
-            self.quick_adapt_factor,
-            0.0,
-            f64::INFINITY,
-        )?;
+        check_min("fair_increase_mtus", self.fair_increase_mtus, 0.0)?;
+        check_min("proportional_gain_mtus", self.proportional_gain_mtus, 0.0)?;
+        check_min("fast_increase_scale", self.fast_increase_scale, 0.0)?;
+        check_min("fast_increase_delay_us", self.fast_increase_delay_us, 0.0)?;
+        check_min("quick_adapt_factor", self.quick_adapt_factor, 0.0)?;
         check_range("quick_adapt_fraction", self.quick_adapt_fraction, 0.0, 1.0)?;
-        check_range(
-            "min_window_packets",
-            self.min_window_packets,
-            1.0,
-            f64::INFINITY,
-        )?;
+        check_min("min_window_packets", self.min_window_packets, 1.0)?;
         Ok(())
     }
 }
@@ -586,11 +558,8 @@ mod tests {
     #[test]
     fn validation_names_the_bad_field() {
         assert!(NsccConfig::default().validate().is_ok());
-        let bad = |f: fn(&mut NsccConfig)| {
-            let mut c = NsccConfig::default();
-            f(&mut c);
-            c.validate().unwrap_err().0
-        };
+        let bad =
+            |f: fn(&mut NsccConfig)| crate::transport::cc::rejected_field(NsccConfig::validate, f);
         assert_eq!(bad(|c| c.target_qdelay_us = Some(0.0)), "target_qdelay_us");
         assert_eq!(bad(|c| c.maxwnd_bdp = f64::NAN), "maxwnd_bdp");
         assert_eq!(bad(|c| c.beta = 2.0), "beta");
