@@ -1,14 +1,9 @@
 //! The `lbsim` command line: runs scenarios, compares schemes, and writes results.
 
-mod bench;
 mod export;
-mod guard;
-mod output;
-mod paper;
-mod progress;
 mod queue_scaling;
-mod report;
-mod sweep;
+
+use lbsim_cli::{bench, guard, output, paper, progress, report, sweep};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -137,19 +132,7 @@ enum Cmd {
 }
 
 fn load_file(args: &ScenarioArgs) -> Result<(ScenarioFile, Origin)> {
-    match &args.scenario {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read scenario file {}", path.display()))?;
-            guard::not_a_sweep_file(path, &text)?;
-            let origin = Origin::file(path).with_sets(&args.sets);
-            Ok((ScenarioFile::from_toml(&text, &args.sets, &origin)?, origin))
-        }
-        None => Ok((
-            ScenarioFile::builtin(&args.sets)?,
-            Origin::builtin().with_sets(&args.sets),
-        )),
-    }
+    lbsim_cli::load_scenario(args.scenario.as_deref(), &args.sets)
 }
 
 fn build(file: ScenarioFile, origin: &Origin) -> Result<Scenario> {
