@@ -28,20 +28,29 @@ pub fn tmp_path(path: &Path) -> std::path::PathBuf {
 pub fn write_run(dir: &Path, res: &RunOutput) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    for (name, bytes) in run_files(res)? {
+        write_atomic(&dir.join(name), &bytes)?;
+    }
+    Ok(())
+}
+
+/// The files of a run's output directory and their bytes, in the order they are written:
+/// flows.csv, collectives.csv (for collective workloads), summary.json last (its presence marks
+/// a finished run directory).
+pub fn run_files(res: &RunOutput) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let mut files = Vec::new();
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in &res.flows {
         w.serialize(r)?;
     }
-    let csv = w.into_inner().context("csv")?;
-    write_atomic(&dir.join("flows.csv"), &csv)?;
+    files.push(("flows.csv", w.into_inner().context("csv")?));
     let mut value = serde_json::to_value(&res.summary)?;
     if !res.collectives.is_empty() {
         let mut w = csv::Writer::from_writer(Vec::new());
         for r in &res.collectives.collectives {
             w.serialize(r)?;
         }
-        let csv = w.into_inner().context("csv")?;
-        write_atomic(&dir.join("collectives.csv"), &csv)?;
+        files.push(("collectives.csv", w.into_inner().context("csv")?));
         // A section of its own: summary.json's other fields stay as they are.
         if let serde_json::Value::Object(m) = &mut value {
             m.insert(
@@ -58,8 +67,8 @@ pub fn write_run(dir: &Path, res: &RunOutput) -> Result<()> {
     }
     let mut json = serde_json::to_vec_pretty(&value)?;
     json.push(b'\n');
-    write_atomic(&dir.join("summary.json"), &json)?;
-    Ok(())
+    files.push(("summary.json", json));
+    Ok(files)
 }
 
 fn us(ps: u64) -> f64 {

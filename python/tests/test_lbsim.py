@@ -1,0 +1,162 @@
+"""The Python package against the CLI: same bytes, same errors, the documented dtypes."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import lbsim
+
+ROOT = Path(__file__).resolve().parents[2]
+LBSIM = Path(os.environ.get("LBSIM_BIN", ROOT / "target" / "release" / "lbsim"))
+SMALL = {"topology.k": 4, "workload.message_bytes": 65536}
+WALL_CLOCK = {"wall_seconds", "events_per_second"}
+
+
+def cli_run(out, *args):
+    if not LBSIM.exists():
+        pytest.skip(f"no lbsim binary at {LBSIM} (cargo build --release)")
+    subprocess.run([str(LBSIM), "run", "--quiet", "--out", str(out), *args], check=True,
+                   stdout=subprocess.DEVNULL)
+    return out
+
+
+def sets_args(sets):
+    return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+
+
+def without_wall_clock(data):
+    s = json.loads(data)
+    for k in WALL_CLOCK:
+        s.pop(k)
+    return s
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        {**SMALL, "load_balancing.scheme": "ofan"},
+        {**SMALL, "load_balancing.scheme": "reps", "transport.loss_recovery": "trim"},
+        {"topology.k": 4, "workload.kind": "ring_allreduce", "workload.message_bytes": 262144},
+    ],
+)
+def test_a_run_gives_the_clis_bytes(tmp_path, sets):
+    cli = cli_run(tmp_path / "cli", *sets_args(sets))
+    r = lbsim.run(set=sets)
+    assert sorted(r.files) == sorted(p.name for p in cli.iterdir())
+    for name, data in r.files.items():
+        want = (cli / name).read_bytes()
+        if name == "summary.json":
+            assert without_wall_clock(data) == without_wall_clock(want)
+        else:
+            assert data == want, name
+    written = r.write(tmp_path / "py")
+    assert (written / "flows.csv").read_bytes() == (cli / "flows.csv").read_bytes()
+
+
+def test_a_scenario_file_runs_as_on_the_command_line(tmp_path):
+    path = ROOT / "scenarios" / "default.toml"
+    cli = cli_run(tmp_path / "cli", str(path), *sets_args(SMALL))
+    r = lbsim.run(str(path), set=SMALL)
+    assert r.files["flows.csv"] == (cli / "flows.csv").read_bytes()
+
+
+def test_a_dict_is_the_same_scenario_as_its_sets():
+    d = {"topology": {"k": 4}, "workload": {"message_bytes": 65536}}
+    assert lbsim.run(d).files["flows.csv"] == lbsim.run(set=SMALL).files["flows.csv"]
+
+
+def test_frames_have_the_documented_dtypes():
+    r = lbsim.run(set=SMALL)
+    f = r.flows
+    assert len(f) == r.summary["flows"] == 16
+    for col in ["flow_id", "src", "dst", "size_bytes", "start_ps", "finish_ps", "fct_ps",
+                "data_packets_sent", "packets_dropped", "retransmissions", "timeouts"]:
+        assert f[col].dtype == pd.Int64Dtype(), col
+    assert (f["size_bytes"] == 65536).all()
+    # A permutation is one collective of its own.
+    assert len(r.collectives) == 1 and r.collectives["flows"][0] == 16
+    c = lbsim.run(set={"topology.k": 4, "workload.kind": "ring_allreduce",
+                       "workload.message_bytes": 262144}).collectives
+    assert c is not None and len(c) >= 1
+    assert c["cct_over_bound"].dtype == "float64"
+    assert (c["cct_over_bound"] >= 1.0).all()
+
+
+def test_bad_input_raises_scenario_error_with_the_clis_message(tmp_path):
+    with pytest.raises(lbsim.ScenarioError, match=r"--set topology.link_gbps=0: must be a positive"):
+        lbsim.run(set={"topology.link_gbps": 0})
+    with pytest.raises(lbsim.ScenarioError, match=r"scenario dict: key `topology.k`"):
+        lbsim.Scenario({"topology": {"k": 3}})
+    with pytest.raises(lbsim.ScenarioError, match="cannot read scenario file"):
+        lbsim.run(str(tmp_path / "missing.toml"))
+    with pytest.raises(lbsim.ScenarioError, match="unknown"):
+        lbsim.Scenario(set={"topology.no_such_key": 1})
+    with pytest.raises(lbsim.ScenarioError, match="not a scenario value"):
+        lbsim.Scenario({"seed": object()})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[topology]\nk = 5\n")
+    with pytest.raises(lbsim.ScenarioError, match=r"bad.toml.*topology.k"):
+        lbsim.run(str(bad))
+    if LBSIM.exists():
+        cli = subprocess.run([str(LBSIM), "run", str(bad)], capture_output=True, text=True)
+        assert cli.returncode != 0
+        with pytest.raises(lbsim.ScenarioError) as e:
+            lbsim.run(str(bad))
+        assert cli.stderr.strip() == f"error: {e.value}"
+
+
+def test_scenario_shows_every_default():
+    s = lbsim.Scenario(set={"load_balancing.scheme": "reps"})
+    assert 'scheme = "reps"' in s.toml
+    assert "buffer_bytes = 800000" in s.toml
+    assert s.run().summary["scheme"] == "reps"
+
+
+def test_compare_gives_a_row_per_scheme():
+    df = lbsim.compare(schemes=["ecmp", "host_spray", "ofan"], set=SMALL)
+    assert list(df["scheme"]) == ["ecmp", "host_spray", "ofan"]
+    assert (df["cct_over_bound"] >= 1.0).all()
+    one = lbsim.run(set={**SMALL, "load_balancing.scheme": "ofan"}).summary
+    assert df.iloc[2]["cct_ps"] == one["cct_ps"]
+
+
+def test_sweep_returns_its_results(tmp_path):
+    df = lbsim.sweep(ROOT / "sweeps" / "example.toml", out=tmp_path / "sw", jobs=2)
+    assert len(df) == 8
+    assert set(df["load_balancing.scheme"]) == {"ecmp", "host_spray"}
+    assert (tmp_path / "sw" / "results.csv").exists()
+
+
+def test_the_gil_is_released_while_simulating():
+    ticks = []
+    done = threading.Event()
+
+    def work():
+        lbsim.run(set={"topology.k": 8, "workload.message_bytes": 262144})
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set():
+        ticks.append(time.monotonic())
+        time.sleep(0.001)
+    t.join()
+    # The main thread kept running: many ticks while the run went on.
+    assert len(ticks) > 20
+
+
+def test_ctrl_c_interrupts_a_run():
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        lbsim.run(ROOT / "scenarios" / "bench-a2a-128.toml")
+    # The whole run takes seconds; the interrupt lands at the next progress check.
+    assert time.monotonic() - start < 3.0
