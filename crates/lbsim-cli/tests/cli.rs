@@ -283,3 +283,43 @@ fn connection_matrix_runs_relative_to_scenario_file() {
         .unwrap()
         .starts_with("2,5,0,65536,1000000,"));
 }
+
+/// Every field of summary.json, flows.csv and collectives.csv has a row (or a mention) in the
+/// README's Output section: a new field without documentation fails here.
+#[test]
+fn readme_documents_every_output_field() {
+    let readme = std::fs::read_to_string(repo_file("README.md")).unwrap();
+    let start = readme.find("\n## Output").expect("an Output section");
+    let end = readme[start + 1..].find("\n## ").map_or(readme.len(), |e| start + 1 + e);
+    let section = &readme[start..end];
+    let d = tmpdir("fields");
+    let out = d.join("ring");
+    let o = lbsim(&[
+        "run",
+        "--quiet",
+        "--set",
+        "topology.k=4",
+        "--set",
+        "workload.kind=ring_allreduce",
+        "--set",
+        "workload.message_bytes=65536",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let mut fields: Vec<String> = summary.as_object().unwrap().keys().cloned().collect();
+    fields.push("interrupted".into());
+    for csv in ["flows.csv", "collectives.csv"] {
+        let text = std::fs::read_to_string(out.join(csv)).unwrap();
+        let header = text.lines().next().unwrap();
+        fields.extend(header.split(',').map(str::to_string));
+    }
+    let missing: Vec<&String> = fields
+        .iter()
+        .filter(|f| !section.contains(&format!("`{f}`")))
+        .collect();
+    assert!(missing.is_empty(), "README's Output section lacks {missing:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
