@@ -601,11 +601,12 @@ pub fn collect(dir: &Path) -> Result<usize> {
             missing[..missing.len().min(5)].join(", ")
         );
     }
-    // Summary columns in the order summary.json has them (first run first), then any others.
+    // Summary columns in the order summary.json has them (first run first), then any others;
+    // the nested per-collective records go to collectives.csv instead, one row each.
     let mut fields: Vec<String> = Vec::new();
     for r in &runs {
         for k in r.summary.keys() {
-            if !fields.contains(k) {
+            if k != "collectives" && !fields.contains(k) {
                 fields.push(k.clone());
             }
         }
@@ -627,7 +628,55 @@ pub fn collect(dir: &Path) -> Result<usize> {
         w.write_record(&row)?;
     }
     write_atomic(&dir.join("results.csv"), &w.into_inner().context("csv")?)?;
+    collect_collectives(dir, &m, &runs)?;
     Ok(runs.len())
+}
+
+/// `collectives.csv`: every run's collectives.csv rows, each prefixed by the run's point, grid
+/// values and seed (as results.csv's rows are), for sweeps of collective workloads.
+fn collect_collectives(dir: &Path, m: &Manifest, runs: &[RunRecord]) -> Result<()> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Option<csv::StringRecord> = None;
+    for r in runs {
+        let p = &m.points[r.point];
+        let f = run_dir(dir, &p.id, r.seed).join("collectives.csv");
+        if !f.is_file() {
+            continue;
+        }
+        let mut rd =
+            csv::Reader::from_path(&f).with_context(|| format!("cannot read {}", f.display()))?;
+        let cols = rd.headers()?.clone();
+        match &header {
+            None => {
+                let mut h = vec!["point".to_string()];
+                h.extend(m.keys.iter().cloned());
+                h.push("run_seed".into());
+                h.extend(cols.iter().map(str::to_string));
+                w.write_record(&h)?;
+                header = Some(cols);
+            }
+            Some(h) if *h != cols => bail!(
+                "{}: its columns differ from the other runs' collectives.csv",
+                f.display()
+            ),
+            Some(_) => {}
+        }
+        for rec in rd.records() {
+            let rec = rec.with_context(|| format!("{}: bad row", f.display()))?;
+            let mut row = vec![p.id.clone()];
+            row.extend(p.values.iter().cloned());
+            row.push(r.seed.to_string());
+            row.extend(rec.iter().map(str::to_string));
+            w.write_record(&row)?;
+        }
+    }
+    if header.is_some() {
+        write_atomic(
+            &dir.join("collectives.csv"),
+            &w.into_inner().context("csv")?,
+        )?;
+    }
+    Ok(())
 }
 
 fn sh_quote(s: &str) -> String {

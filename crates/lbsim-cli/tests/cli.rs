@@ -290,7 +290,9 @@ fn connection_matrix_runs_relative_to_scenario_file() {
 fn readme_documents_every_output_field() {
     let readme = std::fs::read_to_string(repo_file("README.md")).unwrap();
     let start = readme.find("\n## Output").expect("an Output section");
-    let end = readme[start + 1..].find("\n## ").map_or(readme.len(), |e| start + 1 + e);
+    let end = readme[start + 1..]
+        .find("\n## ")
+        .map_or(readme.len(), |e| start + 1 + e);
     let section = &readme[start..end];
     let d = tmpdir("fields");
     let out = d.join("ring");
@@ -320,6 +322,9 @@ fn readme_documents_every_output_field() {
         .iter()
         .filter(|f| !section.contains(&format!("`{f}`")))
         .collect();
-    assert!(missing.is_empty(), "README's Output section lacks {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "README's Output section lacks {missing:?}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -112,6 +112,31 @@ fn sweep_writes_one_row_per_point_and_seed_deterministically() {
     assert_eq!(fa[2][..4], ["p0000", "ecmp", "100000", "2"]);
     assert_eq!(fa[3][..4], ["p0001", "ecmp", "800000", "1"]);
     assert_eq!(fa[8][..4], ["p0003", "host_spray", "800000", "2"]);
+    // Per-collective records are a tidy table of their own, not a JSON cell.
+    assert!(!h.contains(&"collectives".to_string()), "{h:?}");
+    let mut rd = csv::Reader::from_path(a.join("collectives.csv")).unwrap();
+    let ch: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        ch[..6],
+        [
+            "point",
+            "load_balancing.scheme",
+            "topology.buffer_bytes",
+            "run_seed",
+            "job",
+            "group"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 8, "a permutation is one collective per run");
+    let cct = |row: &[String], cols: &[String]| {
+        row[cols.iter().position(|c| c == "cct_ps").unwrap()].clone()
+    };
+    for (i, r) in rows.iter().enumerate() {
+        let r: Vec<String> = r.iter().map(String::from).collect();
+        assert_eq!(r[..4], fa[i + 1][..4]);
+        assert_eq!(cct(&r, &ch), cct(&fa[i + 1], h), "row {i}");
+    }
     for p in ["p0000/seed-1", "p0003/seed-2"] {
         for f in ["summary.json", "flows.csv", "scenario.toml"] {
             assert!(a.join("points").join(p).join(f).is_file(), "{p}/{f}");
