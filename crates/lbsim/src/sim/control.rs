@@ -33,6 +33,7 @@ impl Simulation {
         }
         for h in woken {
             self.hosts[h.idx()].wake_pending = true;
+            self.hosts[h.idx()].wake_at = now;
             self.events.push(now, Event::HostWake(h).into());
         }
         self.flow_rates = Some(rates);

@@ -104,14 +104,19 @@ impl Simulation {
         let now = self.now;
         let port = PortId(h.0);
         let host = &mut self.hosts[h.idx()];
-        if host.active.is_empty() || host.wake_pending {
+        if host.active.is_empty() {
             return;
         }
         let p = &mut self.ports[port.idx()];
         p.sync(now);
         let ready = p.busy_until.max(host.next_send);
+        // A wake-up already due by then covers this; a later one (a paced flow's) does not.
+        if host.wake_pending && host.wake_at <= ready.max(now) {
+            return;
+        }
         if ready > now {
             host.wake_pending = true;
+            host.wake_at = ready;
             self.events.push(ready, Event::HostWake(h).into());
             return;
         }
@@ -124,6 +129,7 @@ impl Simulation {
             if tries == 0 {
                 if earliest < SimTime::MAX {
                     host.wake_pending = true;
+                    host.wake_at = earliest;
                     self.events.push(earliest, Event::HostWake(h).into());
                 }
                 return;
@@ -176,6 +182,7 @@ impl Simulation {
             crate::engine::prefetch(&self.flows[g.idx()].tx);
         }
         host.wake_pending = true;
+        host.wake_at = ready;
         self.events.push(ready, Event::HostWake(h).into());
     }
 

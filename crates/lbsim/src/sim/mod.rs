@@ -113,6 +113,8 @@ struct Host {
     /// Earliest time the constant-rate pacer lets the next data packet go.
     next_send: SimTime,
     wake_pending: bool,
+    /// When the pending wake-up is due; one superseded by an earlier wake-up is ignored.
+    wake_at: SimTime,
     /// EQDS: credits owed (flow, entropy of the packet that earned it), paced out in order.
     pulls: VecDeque<(FlowId, u32)>,
     next_pull: SimTime,
@@ -281,6 +283,7 @@ impl Simulation {
                 active: VecDeque::new(),
                 next_send: SimTime::ZERO,
                 wake_pending: false,
+                wake_at: SimTime::ZERO,
                 pulls: VecDeque::new(),
                 next_pull: SimTime::ZERO,
                 pull_pending: false,
@@ -476,8 +479,11 @@ impl Simulation {
                 Event::FlowStart(f) => self.on_flow_start(f),
                 Event::Arrive(p) => self.on_arrive(p),
                 Event::HostWake(h) => {
-                    self.hosts[h.idx()].wake_pending = false;
-                    self.try_send(h);
+                    let host = &mut self.hosts[h.idx()];
+                    if host.wake_pending && host.wake_at == self.now {
+                        host.wake_pending = false;
+                        self.try_send(h);
+                    }
                 }
                 Event::Control(i) => self.on_control(self.controls[i as usize]),
                 Event::FlowTimer(f) => self.on_flow_timer(f),
