@@ -215,12 +215,23 @@ impl Flow {
     }
 
     /// When the flow's no-progress timer is due (None once the sender is done): the last ACK
-    /// plus the retransmission timeout (`rto`, the floor, without loss recovery).
+    /// plus the retransmission timeout (`rto`, the floor, without loss recovery). With nothing in
+    /// flight and its own pacer holding the next packet back, the timer is off until that packet
+    /// goes (RFC 6298 5.1 and 5.2: it runs only while data is outstanding), so a flow paced more
+    /// than an RTO apart (Swift below one packet, DCQCN) does not time out on its own gaps.
     pub fn poll_timeout(&self, rto: SimTime) -> Option<SimTime> {
         if self.sender_done {
             return None;
         }
-        Some(self.last_ack + self.tx.as_ref().map_or(rto, |t| t.rto()))
+        let Some(tx) = &self.tx else {
+            return Some(self.last_ack + rto);
+        };
+        let since = if tx.inflight == 0 {
+            self.last_ack.max(self.next_send)
+        } else {
+            self.last_ack
+        };
+        Some(since + tx.rto())
     }
 
     /// The timer fired at `now` with nothing heard since it was set: loss recovery declares the
@@ -366,6 +377,30 @@ mod tests {
         assert!(f.on_ack(&ack_of(&data(1, PacketKind::Data, false), 1, true), t));
         assert!(!f.on_ack(&ack_of(&data(1, PacketKind::Data, false), 1, true), t));
         assert_eq!(f.poll_timeout(SimTime::from_us(7)), None);
+    }
+
+    #[test]
+    fn the_timer_is_off_while_nothing_is_in_flight_and_the_pacer_holds_the_next_packet() {
+        let mut f = flow(LossRecoveryKind::Sack, 4 * MSS as u64);
+        let tx = f.tx.as_mut().unwrap();
+        let n = tx.peek(0).unwrap();
+        tx.on_sent(n, 0);
+        f.next_seq = 1;
+        f.on_ack(
+            &ack_of(&data(0, PacketKind::Data, false), 0, false),
+            SimTime::from_us(10),
+        );
+        // Paced: the next packet may go only at 300 us; nothing is outstanding meanwhile.
+        f.next_send = SimTime::from_us(300);
+        let rto = SimTime::from_us(100);
+        assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(400)));
+        // Once a packet is out, the timer runs from the last ACK as before.
+        let tx = f.tx.as_mut().unwrap();
+        let n = tx.peek(1).unwrap();
+        tx.on_sent(n, 1);
+        f.next_seq = 2;
+        f.next_send = SimTime::from_us(600);
+        assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(110)));
     }
 
     #[test]
