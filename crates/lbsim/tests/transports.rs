@@ -321,6 +321,22 @@ fn transport_options_for_another_policy_or_unworkable_combinations_name_the_key(
             "workload.fan_in",
         ),
         (vec!["transport.cc=tcp"], "transport.cc"),
+        (
+            vec![
+                "transport.cc=mswift",
+                "transport.loss_recovery=go_back_n",
+                "transport.tail_loss_probe=true",
+            ],
+            "transport.tail_loss_probe",
+        ),
+        (
+            vec!["transport.cc=eqds", "transport.tail_loss_probe=true"],
+            "transport.tail_loss_probe",
+        ),
+        (
+            vec!["transport.tail_loss_probe=true"],
+            "transport.tail_loss_probe",
+        ),
     ];
     for (sets, key) in cases {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -386,4 +402,38 @@ fn a_flow_unblocked_by_an_ack_is_not_held_behind_another_flows_pacer() {
         fct.ps() as f64 / 1e6
     );
     check_conservation_of(&sim, "paced host");
+}
+
+/// The tail-loss probe's copies and extra coded packets never hand a byte over twice, and every
+/// flow completes, with each loss recovery it may run with (and some CCs it is off for by
+/// default, turned on).
+#[test]
+fn tail_loss_probes_deliver_each_byte_exactly_once() {
+    let text = "[topology]\nk = 4\nbuffer_bytes = 30000\n[workload]\nkind = \"all_to_all\"\nmessage_bytes = 60000\n";
+    for lr in ["ideal_erasure", "erasure", "sack", "trim"] {
+        for cc in ["swift", "mswift", "dctcp", "nscc"] {
+            let mut by_tlp = vec![];
+            for tlp in [false, true] {
+                let sets = [
+                    format!("transport.loss_recovery={lr}"),
+                    format!("transport.cc={cc}"),
+                    format!("transport.tail_loss_probe={tlp}"),
+                    "load_balancing.scheme=host_spray".to_string(),
+                    "topology.ecn_threshold_bytes=12000".to_string(),
+                ];
+                let sets: Vec<&str> = sets.iter().map(|s| s.as_str()).collect();
+                let sim = run(scenario_toml(text, &sets));
+                let what = format!("{lr} {cc} tlp={tlp}");
+                check_conservation_of(&sim, &what);
+                let s = sim.summary();
+                assert_eq!(s.flows_completed, s.flows, "{what}: {s:?}");
+                assert!(s.packets_dropped + s.packets_trimmed > 0, "{what}: no loss");
+                for f in sim.flows() {
+                    assert_eq!(f.recv_bytes, f.spec.size_bytes, "{what}: each byte once");
+                }
+                by_tlp.push(s.timeouts);
+            }
+            assert!(by_tlp[1] <= by_tlp[0], "{lr} {cc}: timeouts {by_tlp:?}");
+        }
+    }
 }

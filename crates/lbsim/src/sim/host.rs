@@ -19,7 +19,8 @@ impl Simulation {
         self.hosts[src.idx()].active.push_back(f);
         self.try_send(src);
         if self.timers {
-            self.events.push(self.now + rto, Event::FlowTimer(f).into());
+            let at = self.flows[f.idx()].arm_timer(self.now + rto);
+            self.events.push(at, Event::FlowTimer(f).into());
         }
     }
 
@@ -32,13 +33,21 @@ impl Simulation {
         let Some(due) = flow.poll_timeout(self.rto) else {
             return;
         };
+        if now != flow.timer_at {
+            return; // superseded by a sooner event (a tail-loss probe)
+        }
         if now < due {
-            self.events.push(due, Event::FlowTimer(f).into());
+            self.events
+                .push(flow.arm_timer(due), Event::FlowTimer(f).into());
             return;
         }
-        self.host_lbs.on_timeout(f, now);
-        let next = self.flows[f.idx()].on_timeout(now, self.rto);
-        self.events.push(next, Event::FlowTimer(f).into());
+        if !flow.probe_due() {
+            self.host_lbs.on_timeout(f, now);
+        }
+        let flow = &mut self.flows[f.idx()];
+        let next = flow.on_timeout(now, self.rto);
+        self.events
+            .push(flow.arm_timer(next), Event::FlowTimer(f).into());
         self.wake_flow(f);
     }
 
@@ -245,6 +254,9 @@ impl Simulation {
                 if flow.on_ack(&packet, now) {
                     self.activate_all(f, false);
                 }
+                if let Some(t) = self.flows[f.idx()].sooner_timer(self.rto) {
+                    self.events.push(t, Event::FlowTimer(f).into());
+                }
                 self.wake_flow(f);
             }
             PacketKind::Nack => {
@@ -261,6 +273,9 @@ impl Simulation {
                 );
                 if flow.on_nack(&packet, now) {
                     self.activate_all(f, false);
+                }
+                if let Some(t) = self.flows[f.idx()].sooner_timer(self.rto) {
+                    self.events.push(t, Event::FlowTimer(f).into());
                 }
                 self.wake_flow(f);
             }

@@ -336,16 +336,19 @@ impl Simulation {
                         as u32)
                         .max(1)
                 });
-                flow.tx = Some(Box::new(Sender::new(
-                    lr,
-                    spec.size_bytes,
-                    pk.payload_bytes,
-                    st.erasure_extra_packets,
-                    st.reorder_threshold,
-                    sc.rto,
-                    st.rto_backoff,
-                    credit,
-                )));
+                flow.tx = Some(Box::new(
+                    Sender::new(
+                        lr,
+                        spec.size_bytes,
+                        pk.payload_bytes,
+                        st.erasure_extra_packets,
+                        st.reorder_threshold,
+                        sc.rto,
+                        st.rto_backoff,
+                        credit,
+                    )
+                    .with_tail_loss_probe(st.tail_loss_probe),
+                ));
                 flow.rx = Receiver::new(lr, spec.size_bytes, pk.payload_bytes).map(Box::new);
                 flow
             })
