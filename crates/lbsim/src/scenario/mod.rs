@@ -189,6 +189,8 @@ pub struct Settings {
     pub cnp_interval: SimTime,
     pub erasure_extra_packets: u32,
     pub reorder_threshold: u32,
+    /// RACK-TLP's tail-loss probe (`transport.tail_loss_probe`, defaulted per CC and LR).
+    pub tail_loss_probe: bool,
     pub rto_backoff: bool,
     pub load_balancing: LoadBalancingConfig,
     /// summary.json's `workload` and `topology` labels.
@@ -242,6 +244,9 @@ impl Settings {
                 .erasure_extra_packets
                 .unwrap_or(defaults::ERASURE_EXTRA_PACKETS),
             reorder_threshold: tr.reorder_threshold.unwrap_or(defaults::REORDER_THRESHOLD),
+            tail_loss_probe: tr.tail_loss_probe.unwrap_or_else(|| {
+                crate::transport::config::default_tail_loss_probe(tr.cc, tr.loss_recovery)
+            }),
             rto_backoff: tr.rto_backoff,
             load_balancing: file.load_balancing.clone(),
             workload_label: file.workload.kind.name(),
@@ -287,6 +292,8 @@ impl ScenarioFile {
         if !matches!(lr, LossRecoveryKind::GoBackN | LossRecoveryKind::Trim) {
             tr.reorder_threshold.get_or_insert(REORDER_THRESHOLD);
         }
+        let tlp = crate::transport::config::default_tail_loss_probe(tr.cc, lr);
+        tr.tail_loss_probe.get_or_insert(tlp);
         if let Some(scheme) = lb::scheme(&f.load_balancing.scheme) {
             f.load_balancing.fill_defaults(scheme);
         }

@@ -23,6 +23,8 @@ struct Host {
     /// Earliest time the constant-rate pacer lets the next data packet go.
     next_send: SimTime,
     wake_pending: bool,
+    /// When the pending wake-up is due; one superseded by an earlier wake-up is ignored.
+    wake_at: SimTime,
     /// EQDS: credits owed (flow, entropy of the packet that earned it), paced out in order.
     pulls: VecDeque<(FlowId, u32)>,
     next_pull: SimTime,
@@ -45,6 +47,8 @@ pub(super) struct Env<'a> {
 pub(super) struct Received {
     /// The flow's receive (true) or send (false) side completed: its triggers fire.
     pub done: Option<(FlowId, bool)>,
+    /// The tail-loss probe is due sooner than the flow's pending timer event: schedule one then.
+    pub timer: Option<(FlowId, SimTime)>,
     /// An ACK, NACK or credit may let the flow send again.
     pub wake: Option<FlowId>,
 }
@@ -80,6 +84,7 @@ impl Hosts {
                 active: VecDeque::new(),
                 next_send: SimTime::ZERO,
                 wake_pending: false,
+                wake_at: SimTime::ZERO,
                 pulls: VecDeque::new(),
                 next_pull: SimTime::ZERO,
                 pull_pending: false,
@@ -115,7 +120,9 @@ impl Hosts {
 
     /// Host `h` looks at its ring at `cx.now` (its flows' rates changed).
     pub(super) fn schedule_wake(&mut self, cx: &mut Cx, h: HostId) {
-        self.hosts[h.idx()].wake_pending = true;
+        let host = &mut self.hosts[h.idx()];
+        host.wake_pending = true;
+        host.wake_at = cx.now;
         cx.push(cx.now, Event::HostWake(h));
     }
 
@@ -129,15 +136,20 @@ impl Hosts {
         self.hosts[src.idx()].active.push_back(f);
         self.try_send(e, src);
         if self.timers {
-            e.cx.push(e.cx.now + rto, Event::FlowTimer(f));
+            let at = e.flows[f.idx()].arm_timer(e.cx.now + rto);
+            e.cx.push(at, Event::FlowTimer(f));
         }
     }
 
     /// The NIC went idle or the pacer allows the next packet.
     #[inline]
     pub(super) fn on_wake(&mut self, e: &mut Env, h: HostId) {
-        self.hosts[h.idx()].wake_pending = false;
-        self.try_send(e, h);
+        let host = &mut self.hosts[h.idx()];
+        // A wake-up superseded by an earlier one has been served already.
+        if host.wake_pending && host.wake_at == e.cx.now {
+            host.wake_pending = false;
+            self.try_send(e, h);
+        }
     }
 
     /// The flow's timer: after a whole timeout without an ACK, the host policy hears
@@ -145,16 +157,24 @@ impl Hosts {
     /// the flow is done.
     pub(super) fn on_flow_timer(&mut self, e: &mut Env, f: FlowId) {
         let now = e.cx.now;
-        let Some(due) = e.flows[f.idx()].poll_timeout(self.rto) else {
+        let flow = &mut e.flows[f.idx()];
+        let Some(due) = flow.poll_timeout(self.rto) else {
             return;
         };
+        if now != flow.timer_at {
+            return; // superseded by a sooner event (a tail-loss probe)
+        }
         if now < due {
-            e.cx.push(due, Event::FlowTimer(f));
+            e.cx.push(flow.arm_timer(due), Event::FlowTimer(f));
             return;
         }
-        self.lbs.on_timeout(f, now);
-        let next = e.flows[f.idx()].on_timeout(now, self.rto);
-        e.cx.push(next, Event::FlowTimer(f));
+        // A probe is not a loss: the host's policy hears only real timeouts.
+        if !flow.probe_due() {
+            self.lbs.on_timeout(f, now);
+        }
+        let flow = &mut e.flows[f.idx()];
+        let next = flow.on_timeout(now, self.rto);
+        e.cx.push(flow.arm_timer(next), Event::FlowTimer(f));
         self.wake_flow(e, f);
     }
 
@@ -225,14 +245,19 @@ impl Hosts {
         let now = e.cx.now;
         let port = PortId(h.0);
         let host = &mut self.hosts[h.idx()];
-        if host.active.is_empty() || host.wake_pending {
+        if host.active.is_empty() {
             return;
         }
         let p = &mut e.fabric.ports[port.idx()];
         p.sync(now);
         let ready = p.busy_until.max(host.next_send);
+        // A wake-up already due by then covers this; a later one (a paced flow's) does not.
+        if host.wake_pending && host.wake_at <= ready.max(now) {
+            return;
+        }
         if ready > now {
             host.wake_pending = true;
+            host.wake_at = ready;
             e.cx.push(ready, Event::HostWake(h));
             return;
         }
@@ -245,6 +270,7 @@ impl Hosts {
             if tries == 0 {
                 if earliest < SimTime::MAX {
                     host.wake_pending = true;
+                    host.wake_at = earliest;
                     e.cx.push(earliest, Event::HostWake(h));
                 }
                 return;
@@ -297,6 +323,7 @@ impl Hosts {
             crate::engine::prefetch(&e.flows[g.idx()].tx);
         }
         host.wake_pending = true;
+        host.wake_at = ready;
         e.cx.push(ready, Event::HostWake(h));
     }
 
@@ -313,6 +340,7 @@ impl Hosts {
         let flow = &mut e.flows[f.idx()];
         let mut got = Received {
             done: None,
+            timer: None,
             wake: None,
         };
         match packet.kind {
@@ -362,6 +390,7 @@ impl Hosts {
                 if flow.on_ack(&packet, now) {
                     got.done = Some((f, false));
                 }
+                got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
                 got.wake = Some(f);
             }
             PacketKind::Nack => {
@@ -379,6 +408,7 @@ impl Hosts {
                 if flow.on_nack(&packet, now) {
                     got.done = Some((f, false));
                 }
+                got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
                 got.wake = Some(f);
             }
             PacketKind::Pull => {

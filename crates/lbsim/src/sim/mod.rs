@@ -247,16 +247,19 @@ fn build_flows(sc: &Scenario, pace_rate: BitsPerSec) -> Vec<Flow> {
                     as u32)
                     .max(1)
             });
-            flow.tx = Some(Box::new(Sender::new(
-                lr,
-                spec.size_bytes,
-                pk.payload_bytes,
-                st.erasure_extra_packets,
-                st.reorder_threshold,
-                sc.rto,
-                st.rto_backoff,
-                credit,
-            )));
+            flow.tx = Some(Box::new(
+                Sender::new(
+                    lr,
+                    spec.size_bytes,
+                    pk.payload_bytes,
+                    st.erasure_extra_packets,
+                    st.reorder_threshold,
+                    sc.rto,
+                    st.rto_backoff,
+                    credit,
+                )
+                .with_tail_loss_probe(st.tail_loss_probe),
+            ));
             flow.rx = Receiver::new(lr, spec.size_bytes, pk.payload_bytes).map(Box::new);
             flow
         })
@@ -384,6 +387,9 @@ impl Simulation {
             self.completed += recv as u64;
             self.control
                 .activate_all(&mut cx!(self), &self.sc.deps, f, recv);
+        }
+        if let Some((f, t)) = got.timer {
+            self.events.push(t, Event::FlowTimer(f).into());
         }
         if let Some(f) = got.wake {
             self.hosts.wake_flow(&mut env!(self), f);

@@ -12,6 +12,22 @@ use super::LossRecoveryKind;
 /// A policy config's verdict: Ok, or the offending field and why.
 type CheckResult = Result<(), (&'static str, String)>;
 
+/// `transport.tail_loss_probe` when unset: on for Swift and MSwift with the loss recoveries
+/// that detect losses from ACKs (sack, erasure, ideal_erasure). Their window falls to about
+/// one packet when many flows share a link (127 per host in the 128-host all-to-all), so a
+/// lost last packet has nothing behind it to reveal the loss and waits out the RTO floor;
+/// RACK-TLP (RFC 8985), Linux's default loss detection, probes after 2 SRTT instead. Off for
+/// the idealized constant rate and EQDS (no window), go-back-N (RoCE: the receiver's NACK and
+/// the RoCE timer) and trim (losses come back as NACKs), and off by default for DCTCP,
+/// DCQCN and NSCC, whose windows stay large enough that losses are found from later ACKs.
+pub fn default_tail_loss_probe(cc: CcKind, lr: LossRecoveryKind) -> bool {
+    matches!(cc, CcKind::Swift | CcKind::Mswift)
+        && matches!(
+            lr,
+            LossRecoveryKind::Sack | LossRecoveryKind::Erasure | LossRecoveryKind::IdealErasure
+        )
+}
+
 /// `[transport.eqds]`: receiver-driven transport (Olteanu et al., NSDI 2022).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -56,6 +72,11 @@ pub struct TransportConfig {
     /// all-to-all and 32 for permutation under spraying).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reorder_threshold: Option<u32>,
+    /// RACK-TLP's tail-loss probe (RFC 8985 section 7): 2 SRTT after the last ACK with data
+    /// outstanding, one packet goes past the window (new data, else a copy of the highest
+    /// outstanding packet) instead of waiting for the RTO. Unset: see [`default_tail_loss_probe`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_loss_probe: Option<bool>,
     /// The study's idealized CC under failures: each flow sends at B/F, F the flows per unit of
     /// live capacity on its most loaded cut (see `failure::flow_shares`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -84,6 +105,7 @@ impl Default for TransportConfig {
             rto_backoff: true,
             erasure_extra_packets: None,
             reorder_threshold: None,
+            tail_loss_probe: None,
             failure_aware_rate: false,
             dctcp: Default::default(),
             dcqcn: Default::default(),
@@ -197,6 +219,27 @@ impl TransportConfig {
                         lr.name()
                     ),
                 ));
+            }
+        }
+        if self.tail_loss_probe == Some(true) {
+            let why = match (cc, lr) {
+                (_, LossRecoveryKind::GoBackN) => Some(
+                    "go_back_n rewinds to the receiver's NACK or on the RoCE timeout; RoCE has \
+                     no probe"
+                        .to_string(),
+                ),
+                (CcKind::Eqds, _) => {
+                    Some("cc = eqds sends only on credit; a probe has no window to pass".into())
+                }
+                (CcKind::Constant, LossRecoveryKind::IdealErasure) => Some(
+                    "the idealized transport (constant CC, ideal_erasure) keeps no scoreboard to \
+                     probe"
+                        .into(),
+                ),
+                _ => None,
+            };
+            if let Some(why) = why {
+                return Err(err("tail_loss_probe", why));
             }
         }
         if self.failure_aware_rate && cc != CcKind::Constant {

@@ -57,10 +57,10 @@ impl Flow {
         match tx.peek(self.next_seq) {
             Some(n)
                 if tx.credit > 0
-                    && !self
-                        .cc
-                        .window()
-                        .is_some_and(|w| tx.inflight > 0 && tx.inflight + n.payload as u64 > w) =>
+                    && (tx.tlp.is_some_and(|t| t.pass_window)
+                        || !self.cc.window().is_some_and(|w| {
+                            tx.inflight > 0 && tx.inflight + n.payload as u64 > w
+                        })) =>
             {
                 Transmit::Ready(n)
             }
@@ -215,17 +215,66 @@ impl Flow {
     }
 
     /// When the flow's no-progress timer is due (None once the sender is done): the last ACK
-    /// plus the retransmission timeout (`rto`, the floor, without loss recovery).
+    /// plus the retransmission timeout (`rto`, the floor, without loss recovery). With nothing in
+    /// flight and its own pacer holding the next packet back, the timer is off until that packet
+    /// goes (RFC 6298 5.1 and 5.2: it runs only while data is outstanding), so a flow paced more
+    /// than an RTO apart (Swift below one packet, DCQCN) does not time out on its own gaps.
     pub fn poll_timeout(&self, rto: SimTime) -> Option<SimTime> {
         if self.sender_done {
             return None;
         }
-        Some(self.last_ack + self.tx.as_ref().map_or(rto, |t| t.rto()))
+        let Some(tx) = &self.tx else {
+            return Some(self.last_ack + rto);
+        };
+        Some(tx.timer(self.timer_since()).0)
     }
 
-    /// The timer fired at `now` with nothing heard since it was set: loss recovery declares the
+    fn timer_since(&self) -> SimTime {
+        match &self.tx {
+            Some(tx) if tx.inflight == 0 => self.last_ack.max(self.next_send),
+            _ => self.last_ack,
+        }
+    }
+
+    /// The simulation scheduled this flow's timer event at `at`; an event at any other time is
+    /// a superseded one, to be ignored.
+    #[inline]
+    pub fn arm_timer(&mut self, at: SimTime) -> SimTime {
+        self.timer_at = at;
+        at
+    }
+
+    /// After an ACK or NACK: with the tail-loss probe on, the timer may now be due sooner than
+    /// the event pending for it (a probe 2 SRTT after this ACK, against an RTO counted from an
+    /// earlier one); the time of the extra event to schedule, if so. Without the probe the
+    /// timer only moves later and the pending event re-arms itself.
+    pub fn sooner_timer(&mut self, rto: SimTime) -> Option<SimTime> {
+        if self.tx.as_ref().is_none_or(|t| t.tlp.is_none()) {
+            return None;
+        }
+        let due = self.poll_timeout(rto)?;
+        (due < self.timer_at).then(|| self.arm_timer(due))
+    }
+
+    /// The timer due now is the tail-loss probe's, not a retransmission timeout: nothing is
+    /// declared lost and the host's load balancer hears nothing.
+    pub fn probe_due(&self) -> bool {
+        self.tx
+            .as_ref()
+            .is_some_and(|tx| tx.timer(self.timer_since()).1)
+    }
+
+    /// The timer fired at `now` with nothing heard since it was set: a tail-loss probe (see
+    /// [`Flow::probe_due`]) lets one packet past the window; otherwise loss recovery declares the
     /// outstanding packets lost. Returns when the timer is next due.
     pub fn on_timeout(&mut self, now: SimTime, rto: SimTime) -> SimTime {
+        if self.probe_due() {
+            let next_seq = self.next_seq;
+            let tx = self.tx.as_mut().expect("a probe needs a sender");
+            tx.on_probe(now, next_seq);
+            let since = self.timer_since();
+            return self.tx.as_ref().map_or(now + rto, |t| t.timer(since).0);
+        }
         self.timeouts += 1;
         match &mut self.tx {
             None => now + rto,
@@ -236,7 +285,7 @@ impl Flow {
                 }
                 self.cc.on_loss(now, o.lost_bytes, LossKind::Timeout);
                 self.last_ack = now;
-                now + tx.rto()
+                tx.timer(now).0
             }
         }
     }
@@ -366,6 +415,130 @@ mod tests {
         assert!(f.on_ack(&ack_of(&data(1, PacketKind::Data, false), 1, true), t));
         assert!(!f.on_ack(&ack_of(&data(1, PacketKind::Data, false), 1, true), t));
         assert_eq!(f.poll_timeout(SimTime::from_us(7)), None);
+    }
+
+    #[test]
+    fn the_timer_is_off_while_nothing_is_in_flight_and_the_pacer_holds_the_next_packet() {
+        let mut f = flow(LossRecoveryKind::Sack, 4 * MSS as u64);
+        let tx = f.tx.as_mut().unwrap();
+        let n = tx.peek(0).unwrap();
+        tx.on_sent(n, 0);
+        f.next_seq = 1;
+        f.on_ack(
+            &ack_of(&data(0, PacketKind::Data, false), 0, false),
+            SimTime::from_us(10),
+        );
+        // Paced: the next packet may go only at 300 us; nothing is outstanding meanwhile.
+        f.next_send = SimTime::from_us(300);
+        let rto = SimTime::from_us(100);
+        assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(400)));
+        // Once a packet is out, the timer runs from the last ACK as before.
+        let tx = f.tx.as_mut().unwrap();
+        let n = tx.peek(1).unwrap();
+        tx.on_sent(n, 1);
+        f.next_seq = 2;
+        f.next_send = SimTime::from_us(600);
+        assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(110)));
+    }
+
+    /// Two packets; the second (the tail) is lost. The first is ACKed at 10 us (sent at 0: SRTT
+    /// 10 us, RTO floored at 100 us).
+    fn tail_lost(tlp: bool) -> Flow {
+        let mut f = flow(LossRecoveryKind::Sack, 2 * MSS as u64);
+        let tx = f.tx.take().unwrap();
+        f.tx = Some(Box::new(tx.with_tail_loss_probe(tlp)));
+        let t0 = SimTime::ZERO;
+        for _ in 0..2 {
+            let Transmit::Ready(n) = f.poll_transmit(t0, MSS) else {
+                panic!("no window: both go")
+            };
+            f.on_transmit(n, t0, n.payload + 62, None);
+        }
+        f.on_ack(
+            &ack_of(&data(0, PacketKind::Data, false), 0, false),
+            SimTime::from_us(10),
+        );
+        f
+    }
+
+    #[test]
+    fn a_lost_tail_packet_is_probed_after_two_srtt_and_recovered_in_one_more_rtt() {
+        let rto = SimTime::from_us(100);
+        // Without the probe: nothing reveals the loss before the RTO, 10 + 100 us.
+        let plain = tail_lost(false);
+        assert_eq!(plain.poll_timeout(rto), Some(SimTime::from_us(110)));
+        assert!(!plain.probe_due());
+
+        let mut f = tail_lost(true);
+        // PTO = 2 x SRTT = 20 us after the last ACK.
+        let pto = SimTime::from_us(30);
+        assert_eq!(f.poll_timeout(rto), Some(pto));
+        assert!(f.probe_due());
+        let next = f.on_timeout(pto, rto);
+        // The probe declared nothing lost and counted no timeout; the RTO now runs from it.
+        assert_eq!(f.timeouts, 0);
+        assert_eq!(f.tx.as_ref().unwrap().inflight, MSS as u64);
+        assert_eq!(next, pto + rto);
+        assert!(!f.probe_due(), "one probe per tail");
+        // No new data: the probe is a copy of the highest outstanding packet.
+        let Transmit::Ready(n) = f.poll_transmit(pto, MSS) else {
+            panic!("the probe goes at once")
+        };
+        assert_eq!((n.seq, n.retransmission), (1, true));
+        f.on_transmit(n, pto, n.payload + 62, None);
+        assert_eq!(f.retransmissions, 1);
+        // Its ACK one RTT later (40 us, against 110 us for the RTO) resolves both copies.
+        let mut probe = data(1, PacketKind::Data, false);
+        probe.xmit = 2;
+        probe.sent_at = pto;
+        assert!(f.on_ack(&ack_of(&probe, 1, true), SimTime::from_us(40)));
+        assert_eq!(f.tx.as_ref().unwrap().inflight, 0);
+        assert_eq!(f.poll_timeout(rto), None);
+    }
+
+    #[test]
+    fn a_probe_prefers_new_data_when_there_is_some() {
+        let mut f = tail_lost(true);
+        // Make it a 3-packet message whose third packet is not yet sent: the probe is new data.
+        let spec = FlowSpec {
+            size_bytes: 3 * MSS as u64,
+            ..f.spec
+        };
+        f = Flow::new(spec, Cc::CONSTANT);
+        f.tx = Some(Box::new(
+            Sender::new(
+                LossRecoveryKind::Sack,
+                3 * MSS as u64,
+                MSS,
+                0,
+                3,
+                SimTime::from_us(100),
+                false,
+                None,
+            )
+            .with_tail_loss_probe(true),
+        ));
+        f.rx = Receiver::new(LossRecoveryKind::Sack, 3 * MSS as u64, MSS).map(Box::new);
+        let tx = f.tx.as_mut().unwrap();
+        for seq in 0..2 {
+            let n = tx.peek(seq).unwrap();
+            tx.on_sent(n, seq);
+        }
+        f.next_seq = 2;
+        f.data_packets_sent = 2;
+        f.on_ack(
+            &ack_of(&data(0, PacketKind::Data, false), 0, false),
+            SimTime::from_us(10),
+        );
+        let pto = SimTime::from_us(30);
+        assert_eq!(f.poll_timeout(SimTime::from_us(100)), Some(pto));
+        f.on_timeout(pto, SimTime::from_us(100));
+        let tx = f.tx.as_ref().unwrap();
+        assert!(tx.tlp.is_some_and(|t| t.pass_window));
+        let Transmit::Ready(n) = f.poll_transmit(pto, MSS) else {
+            panic!("the probe goes")
+        };
+        assert_eq!((n.seq, n.retransmission), (2, false));
     }
 
     #[test]

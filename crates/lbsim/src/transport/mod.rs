@@ -109,6 +109,8 @@ pub struct Flow {
     pub timeouts: u64,
     /// Sender: data packets sent again (retransmissions; erasure repairs are not counted).
     pub retransmissions: u64,
+    /// When the simulation's pending timer event for this flow is due ([`Flow::arm_timer`]).
+    pub timer_at: SimTime,
 }
 
 impl Flow {
@@ -136,6 +138,7 @@ impl Flow {
             in_ring: false,
             last_cnp: None,
             retransmissions: 0,
+            timer_at: SimTime::ZERO,
         }
     }
 

@@ -19,6 +19,14 @@
 //!
 //! The timer is SRTT + 4 RTTVAR (RFC 6298) floored at `transport.rto_us`, doubling on
 //! consecutive timeouts when `transport.rto_backoff` is on.
+//!
+//! With `transport.tail_loss_probe`, the timer first fires as RACK-TLP's probe timeout (RFC 8985
+//! section 7): PTO = 2 x SRTT after the last ACK (no delayed-ACK allowance: lbsim's receivers
+//! ACK every packet at once), or the RTO if that is sooner. The probe declares nothing lost and
+//! tells no congestion control: it lets one packet past the window, new data if there is any,
+//! else a copy of the highest outstanding sequence number (erasure: one more coded packet).
+//! Whichever of the two copies is ACKed first resolves both. After a probe the RTO is armed from
+//! the probe's time, and the next probe waits for an ACK (one probe per tail).
 
 use std::collections::VecDeque;
 
@@ -108,6 +116,24 @@ pub struct Sender {
     /// EQDS: packets the sender may still put on the wire (one BDP unsolicited, then pulls).
     pub credit: u32,
     pub credit_based: bool,
+    /// Tail-loss probe state; None when off.
+    pub tlp: Option<Tlp>,
+}
+
+/// RACK-TLP's tail-loss probe (RFC 8985 section 7) as one sender keeps it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tlp {
+    /// A probe may be sent: an ACK came since the last one.
+    armed: bool,
+    /// When the last probe fired (the RTO then runs from here).
+    fired_at: SimTime,
+    /// The next packet may exceed the window: the probe.
+    pub pass_window: bool,
+    /// A copy of this sequence number, outstanding as this transmission, is queued as the probe.
+    copy_of: Option<(u32, u32)>,
+    /// (original, copy) transmissions of the probed sequence number: an ACK of either resolves
+    /// both.
+    pair: Option<(u32, u32)>,
 }
 
 /// What the sender sends next.
@@ -172,6 +198,70 @@ impl Sender {
             backoff_on,
             credit: credit.unwrap_or(u32::MAX),
             credit_based: credit.is_some(),
+            tlp: None,
+        }
+    }
+
+    /// Turns the tail-loss probe on (`transport.tail_loss_probe`).
+    pub fn with_tail_loss_probe(mut self, on: bool) -> Sender {
+        self.tlp = on.then(|| Tlp {
+            armed: true,
+            ..Tlp::default()
+        });
+        self
+    }
+
+    /// When the timer is due, counted from `since` (the last ACK, or the next send while nothing
+    /// is in flight), and whether it is the probe: `since + min(2 SRTT, RTO)` while a probe is
+    /// armed and data is outstanding, else the RTO (from the last probe if one fired since).
+    pub fn timer(&self, since: SimTime) -> (SimTime, bool) {
+        let rto = self.rto();
+        match (&self.tlp, self.srtt) {
+            (Some(t), Some(srtt)) if t.armed && self.inflight > 0 => {
+                let pto = SimTime(srtt.0.saturating_mul(2));
+                (since + pto.min(rto), pto < rto)
+            }
+            (Some(t), _) => (since.max(t.fired_at) + rto, false),
+            (None, _) => (since + rto, false),
+        }
+    }
+
+    /// The probe timer fired at `now` with `next_seq` the next new sequence number: let one
+    /// packet past the window, and if there is no new data, queue the probe's packet.
+    pub fn on_probe(&mut self, now: SimTime, next_seq: u32) {
+        let Some(t) = &mut self.tlp else {
+            return;
+        };
+        t.armed = false;
+        t.fired_at = now;
+        t.pass_window = true;
+        if self.peek(next_seq).is_some() {
+            return;
+        }
+        match self.lr {
+            LossRecoveryKind::Erasure => {
+                self.limit = self.limit.saturating_add(1);
+                if self.acked.0.len() * 64 < self.limit as usize {
+                    self.acked.0.resize((self.limit as usize).div_ceil(64), 0);
+                }
+            }
+            _ => {
+                // The highest sequence number still outstanding.
+                let last = self
+                    .out
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, x)| x.state == TxState::Out);
+                if let Some((i, x)) = last {
+                    let xmit = self.base_xmit.wrapping_add(i as u32);
+                    let seq = x.seq;
+                    if let Some(t) = &mut self.tlp {
+                        t.copy_of = Some((seq, xmit));
+                    }
+                    self.rtx.push_back(seq);
+                }
+            }
         }
     }
 
@@ -236,6 +326,26 @@ impl Sender {
         if self.credit_based {
             self.credit = self.credit.saturating_sub(1);
         }
+        if let Some(t) = &mut self.tlp {
+            t.pass_window = false;
+            if let Some((seq, orig)) = t.copy_of {
+                if next.retransmission && next.seq == seq {
+                    t.copy_of = None;
+                    t.pair = Some((orig, xmit));
+                }
+            }
+        }
+    }
+
+    /// Transmission `xmit` arrived: no longer in flight.
+    fn resolve(&mut self, xmit: u32) {
+        if let Some(t) = self.tx_mut(xmit) {
+            if t.state == TxState::Out {
+                t.state = TxState::Acked;
+                let p = t.payload as u64;
+                self.inflight -= p;
+            }
+        }
     }
 
     fn tx_mut(&mut self, xmit: u32) -> Option<&mut Tx> {
@@ -287,11 +397,21 @@ impl Sender {
     pub fn on_ack(&mut self, xmit: u32, seq: u32, now: SimTime, sent_at: SimTime) -> Outcome {
         let mut o = Outcome::default();
         self.sample_rtt(now - sent_at);
-        if let Some(t) = self.tx_mut(xmit) {
-            if t.state == TxState::Out {
-                t.state = TxState::Acked;
-                let p = t.payload as u64;
-                self.inflight -= p;
+        self.resolve(xmit);
+        if let Some(t) = &mut self.tlp {
+            t.armed = true;
+            if let Some((a, b)) = t.pair {
+                let other = if xmit == a {
+                    Some(b)
+                } else if xmit == b {
+                    Some(a)
+                } else {
+                    None
+                };
+                if let Some(other) = other {
+                    t.pair = None;
+                    self.resolve(other);
+                }
             }
         }
         match self.lr {
@@ -368,6 +488,9 @@ impl Sender {
     /// "I expected `seq`". Returns the outcome and, for go-back-N, the sequence to rewind to.
     pub fn on_nack(&mut self, xmit: u32, seq: u32) -> (Outcome, Option<u32>) {
         let mut o = Outcome::default();
+        if let Some(t) = &mut self.tlp {
+            t.armed = true;
+        }
         match self.lr {
             LossRecoveryKind::GoBackN => {
                 if seq > self.snd_una {
@@ -393,6 +516,10 @@ impl Sender {
     }
 
     fn drop_all(&mut self, o: &mut Outcome) {
+        if let Some(t) = &mut self.tlp {
+            t.pair = None;
+            t.copy_of = None;
+        }
         let out = std::mem::take(&mut self.out);
         for t in out {
             if t.state == TxState::Out {
