@@ -11,6 +11,10 @@ impl Simulation {
         if flow.started.is_some() {
             return;
         }
+        if let Some(w) = self.start_waits.get_mut(f.idx()).filter(|w| **w > 1) {
+            *w -= 1;
+            return;
+        }
         flow.started = Some(self.now);
         flow.in_ring = true;
         let src = flow.src;

@@ -201,6 +201,8 @@ pub struct Simulation {
     rto: SimTime,
     /// Activations received by each trigger.
     trigger_counts: Vec<u32>,
+    /// Starts each flow still waits for (`Dependencies::waits`; empty when none waits twice).
+    start_waits: Vec<u32>,
     /// Per-flow sending rates (failure-aware idealized CC), recomputed when links fail or recover.
     flow_rates: Option<Vec<BitsPerSec>>,
     /// Each port's actual capacity (hundredths), for the failure-aware rates.
@@ -355,7 +357,7 @@ impl Simulation {
             / BUCKETS_PER_ACK_TIME;
         let mut events = EventQueue::with_bucket_ps(width);
         for (i, f) in sc.flows.iter().enumerate() {
-            if !sc.deps.gated(i) {
+            if sc.deps.timed(i) {
                 events.push(f.start, Event::FlowStart(FlowId(i as u32)).into());
             }
         }
@@ -406,6 +408,7 @@ impl Simulation {
             hosts_per_tor,
             rto: sc.rto,
             trigger_counts: vec![0; sc.deps.triggers.len()],
+            start_waits: sc.deps.waits.clone(),
             flow_rates: None,
             actual_cap: vec![failure::FULL_CAPACITY; topo.links.len()],
             lr,
