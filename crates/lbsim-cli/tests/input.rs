@@ -482,3 +482,41 @@ fn bad_inputs_fail_cleanly_naming_the_cause() {
         failed.join("\n")
     );
 }
+
+#[test]
+fn bad_chakra_traces_exit_non_zero_naming_the_file_and_node() {
+    let d = tmpdir("chakra");
+    // A truncated trace: a GlobalMetadata then a node whose length promises more bytes.
+    std::fs::write(d.join("t.0.et"), [2u8, 10, 0, 40, 8, 1]).unwrap();
+    std::fs::write(d.join("t.1.et"), [2u8, 10, 0, 40, 8, 1]).unwrap();
+    let cases: [(String, &[&str]); 3] = [
+        (
+            d.display().to_string(),
+            &["t.0.et: truncated", "the first node"],
+        ),
+        (
+            d.join("absent.et").display().to_string(),
+            &["absent.et", "no such file"],
+        ),
+        (d.join("t").display().to_string(), &["t.0.et: truncated"]),
+    ];
+    for (path, wants) in cases {
+        let set = format!("workload.path=\"{path}\"");
+        let o = lbsim(&[
+            "run",
+            "--quiet",
+            "--set",
+            "topology.k=4",
+            "--set",
+            "workload.kind=chakra",
+            "--set",
+            &set,
+        ]);
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{path}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+        for w in wants {
+            assert!(e.contains(w), "{path}: wants {w}: {e}");
+        }
+    }
+}

@@ -346,6 +346,33 @@ fn bad_traces_are_refused_naming_the_file_and_node() {
         None,
     );
     assert!(e.contains("node id 1") && e.contains("node id 9"), "{e}");
+    // Control dependencies that loop: refused, or the data dependencies alone when skipping.
+    let mut a = coll(1, &[], proto::ALL_REDUCE, 4096);
+    a.ctrl_deps = vec![2];
+    let mut b = comp(2, &[1], 5);
+    b.ctrl_deps = vec![1];
+    let cyc = encode("0.0.4", &[a, b]);
+    let e = err(
+        "ctrl",
+        &[("c.et", cyc.clone())],
+        &["workload.chakra_ranks=2"],
+        Some("c.et"),
+    );
+    assert!(
+        e.contains("c.et: node id") && e.contains("ctrl_deps"),
+        "{e}"
+    );
+    let d = dir("ctrl-ok");
+    std::fs::write(d.join("c.et"), cyc).unwrap();
+    let sc = build(&k4(
+        &d.join("c.et"),
+        &[
+            "workload.chakra_ranks=2",
+            "workload.chakra_skip_unknown=true",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(sc.labels.chakra.as_ref().unwrap().dropped_deps, 2);
     // A receive nobody sends.
     let e = err(
         "deadlock",

@@ -181,6 +181,8 @@ pub struct ChakraReport {
     pub collectives: Vec<ChakraCollective>,
     /// Nodes skipped under `chakra_skip_unknown`.
     pub skipped_nodes: u32,
+    /// Dependencies on node ids a trace does not have, dropped under `chakra_skip_unknown`.
+    pub dropped_deps: u32,
     /// The slowest rank's iteration.
     pub iteration_ps: Option<u64>,
 }
@@ -273,6 +275,7 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
             flows.iter().map(|f| (f.start_ps, f.finish_ps)).collect();
         let mut rep = ChakraReport {
             skipped_nodes: ch.skipped_nodes,
+            dropped_deps: ch.dropped_deps,
             ..ChakraReport::default()
         };
         for (r, info) in ch.ranks.iter().enumerate() {

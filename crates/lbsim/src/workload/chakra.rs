@@ -11,7 +11,9 @@
 //! the k-th collective of every rank's trace being one collective, each rank joining it when
 //! its own dependencies are done, expanded into lbsim's schedules ([`collective::schedule`]);
 //! a `METADATA_NODE` takes no time. Anything else is refused, naming the node, or skipped with
-//! a count under `chakra_skip_unknown` (a skipped node completes with its dependencies).
+//! a count under `chakra_skip_unknown` (a skipped node completes with its dependencies; a
+//! dependency on a node id the trace does not have, as in traces cut from longer ones, is
+//! dropped and counted too). Counts are per trace file (an SPMD replay's once).
 //!
 //! A node's completion is a *condition*: the largest of terms "these flows have been received,
 //! then this much compute". A flow waiting on a condition of several terms waits for one
@@ -313,6 +315,8 @@ struct RankTrace {
     path: String,
     nodes: Vec<TNode>,
     skipped: u32,
+    /// Dependencies on node ids the trace does not have, dropped under `chakra_skip_unknown`.
+    dropped_deps: u32,
 }
 
 /// What a Chakra replay reads besides the files.
@@ -426,6 +430,8 @@ fn build_rank(
         }
     }
     let mut skipped = 0;
+    let mut dropped_deps = 0;
+    let mut ctrls: Vec<Vec<usize>> = Vec::with_capacity(nodes.len());
     let mut out: Vec<TNode> = Vec::with_capacity(nodes.len());
     for n in &nodes {
         let int = |key: &str| -> Result<Option<i64>, ConfigError> {
@@ -507,6 +513,10 @@ fn build_rank(
                 bytes: size("comm_size")?,
                 tag: int("comm_tag")?.unwrap_or(0),
             },
+            proto::COMM_COLL_NODE if int("comm_type")?.is_none() => {
+                skipped += 1;
+                unknown("a COMM_COLL_NODE without a `comm_type` attribute".into())?
+            }
             proto::COMM_COLL_NODE => {
                 let t = need("comm_type")?;
                 let bytes =
@@ -564,16 +574,28 @@ fn build_rank(
                 ))?
             }
         };
-        let mut deps = Vec::with_capacity(n.data_deps.len() + n.ctrl_deps.len());
-        for d in n.data_deps.iter().chain(&n.ctrl_deps) {
-            let &i = index.get(d).ok_or_else(|| {
-                err(
+        let (mut deps, mut ctrl) = (Vec::new(), Vec::new());
+        for (k, d) in n.data_deps.iter().chain(&n.ctrl_deps).enumerate() {
+            let Some(&i) = index.get(d) else {
+                if opt.skip_unknown {
+                    dropped_deps += 1;
+                    continue;
+                }
+                return Err(err(
                     n.id,
-                    format!("depends on node id {d}, which the trace does not have"),
-                )
-            })?;
-            if !deps.contains(&i) {
-                deps.push(i);
+                    format!(
+                        "depends on node id {d}, which the trace does not have (set \
+                         workload.chakra_skip_unknown = true to drop such dependencies)"
+                    ),
+                ));
+            };
+            let list = if k < n.data_deps.len() {
+                &mut deps
+            } else {
+                &mut ctrl
+            };
+            if !list.contains(&i) {
+                list.push(i);
             }
         }
         out.push(TNode {
@@ -582,34 +604,52 @@ fn build_rank(
             op,
             deps,
         });
+        ctrls.push(ctrl);
     }
-    // Kahn's algorithm, ready nodes in file order: a deterministic dependency order.
     let n = out.len();
-    let mut indeg: Vec<usize> = out.iter().map(|t| t.deps.len()).collect();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, t) in out.iter().enumerate() {
-        for &d in &t.deps {
-            children[d].push(i);
+    let with_ctrl: Vec<Vec<usize>> = (0..n)
+        .map(|i| {
+            let mut d = out[i].deps.clone();
+            d.extend(ctrls[i].iter().filter(|c| !out[i].deps.contains(c)));
+            d
+        })
+        .collect();
+    let order = match kahn(&with_ctrl) {
+        Ok(order) => {
+            for (t, d) in out.iter_mut().zip(with_ctrl) {
+                t.deps = d;
+            }
+            order
         }
-    }
-    let mut ready: BTreeSet<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(i) = ready.pop_first() {
-        order.push(i);
-        for &c in &children[i] {
-            indeg[c] -= 1;
-            if indeg[c] == 0 {
-                ready.insert(c);
+        Err(i) => {
+            let data: Vec<Vec<usize>> = out.iter().map(|t| t.deps.clone()).collect();
+            match kahn(&data) {
+                Err(i) => {
+                    return Err(err(
+                        out[i].id,
+                        "dependency cycle: this node waits, through its data dependencies, \
+                         on itself"
+                            .into(),
+                    ))
+                }
+                // Control dependencies that loop (older converters wrote parent links there):
+                // the data dependencies alone order the replay, as Chakra's feeder does.
+                Ok(order) if opt.skip_unknown => {
+                    dropped_deps += ctrls.iter().map(|c| c.len() as u32).sum::<u32>();
+                    order
+                }
+                Ok(_) => {
+                    return Err(err(
+                        out[i].id,
+                        "dependency cycle through control dependencies (ctrl_deps): set \
+                         workload.chakra_skip_unknown = true to replay by data dependencies \
+                         only"
+                            .into(),
+                    ))
+                }
             }
         }
-    }
-    if order.len() < n {
-        let i = (0..n).find(|&i| indeg[i] > 0).expect("a node on a cycle");
-        return Err(err(
-            out[i].id,
-            "dependency cycle: this node waits, through its dependencies, on itself".into(),
-        ));
-    }
+    };
     let mut pos = vec![0; n];
     for (p, &i) in order.iter().enumerate() {
         pos[i] = p;
@@ -624,7 +664,36 @@ fn build_rank(
         path: name.to_string(),
         nodes,
         skipped,
+        dropped_deps,
     })
+}
+
+/// A dependency order of nodes whose dependencies are `deps` (Kahn's algorithm, ready nodes
+/// in file order, so deterministic), or a node on a cycle.
+fn kahn(deps: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
+    let n = deps.len();
+    let mut indeg: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, d) in deps.iter().enumerate() {
+        for &p in d {
+            children[p].push(i);
+        }
+    }
+    let mut ready: BTreeSet<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        order.push(i);
+        for &c in &children[i] {
+            indeg[c] -= 1;
+            if indeg[c] == 0 {
+                ready.insert(c);
+            }
+        }
+    }
+    if order.len() < n {
+        return Err((0..n).find(|&i| indeg[i] > 0).expect("a node on a cycle"));
+    }
+    Ok(order)
 }
 
 /// One term of a condition: every flow in the set received, then the delay (no flows: an
@@ -838,6 +907,7 @@ pub struct ChakraLabels {
     pub ranks: Vec<RankInfo>,
     gates: Vec<Vec<Term>>,
     pub skipped_nodes: u32,
+    pub dropped_deps: u32,
     /// Per collective (as in `Labels::collectives`): the Chakra node id on rank 0 and its name.
     pub collective_nodes: Vec<(u64, String)>,
     pub start: SimTime,
@@ -1243,11 +1313,8 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
             end,
         });
     }
-    chakra.skipped_nodes = if traces.len() == 1 {
-        traces[0].skipped
-    } else {
-        traces.iter().map(|t| t.skipped).sum()
-    };
+    chakra.skipped_nodes = traces.iter().map(|t| t.skipped).sum();
+    chakra.dropped_deps = traces.iter().map(|t| t.dropped_deps).sum();
     let deps = gen.finish();
     chakra.gates = gen.gates;
     labels.jobs.push(JobInfo {
