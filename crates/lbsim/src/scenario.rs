@@ -426,7 +426,14 @@ impl Scenario {
         Self::build_unblamed(file, origin).map_err(|e| blame_sets(e, &origin.sets))
     }
 
-    fn build_unblamed(file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
+    fn build_unblamed(mut file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
+        if let Some(p) = file.topology.htsim_topo.clone() {
+            let p = match (&origin.dir, p.is_relative()) {
+                (Some(dir), true) => dir.join(p),
+                _ => p,
+            };
+            crate::net::htsim_topo::load(&p, &mut file.topology)?;
+        }
         let t = &file.topology;
         let o = origin;
         check(

@@ -454,3 +454,32 @@ fn connection_matrix_failure_lines_fail_aggregation_uplinks_or_name_the_line() {
         "{e}"
     );
 }
+
+#[test]
+fn htsim_topo_files_build_the_fabric_or_name_the_line() {
+    let dir = std::env::temp_dir().join(format!("lbsim-input-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ls.topo");
+    std::fs::write(
+        &path,
+        "Nodes 32\nTiers 2\nPodsize 32\nTier 0\nDownlink_speed_Gbps 100\nRadix_Down 8\n\
+         Radix_Up 2\nDownlink_Latency_ns 1000\nOversubscribed 4\nTier 1\n\
+         Downlink_speed_Gbps 100\nRadix_Down 4\nDownlink_Latency_ns 1000\n",
+    )
+    .unwrap();
+    // Relative to the scenario file's directory.
+    let origin = Origin::named("s.toml", Some(dir.clone()));
+    let f =
+        ScenarioFile::from_toml("[topology]\nhtsim_topo = \"ls.topo\"\n", &[], &origin).unwrap();
+    let sc = Scenario::build(f, &origin).unwrap();
+    assert_eq!(sc.topology.hosts, 32);
+    assert_eq!(
+        sc.settings.topology_label,
+        "leaf_spine 4x8 hosts, 2 spines 100G"
+    );
+    let e = build_err(&["topology.htsim_topo=\"/nonexistent/x.topo\""]);
+    assert!(
+        e.contains("/nonexistent/x.topo") && e.contains("cannot read"),
+        "{e}"
+    );
+}
