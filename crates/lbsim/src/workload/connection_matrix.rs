@@ -641,6 +641,71 @@ pub fn write(flows: &[FlowSpec], deps: &Dependencies, ids: &[u64], nodes: u32) -
     o
 }
 
+/// Writes flows, dependencies and failures in the Ultra Ethernet htsim dialect: a `Triggers`
+/// header always, `Failures` and `failure switch_type AGG switch_id S link_id L` lines for
+/// `failures` (aggregation switch, uplink), and no lbsim extension. What the dialect cannot say
+/// is refused: trigger delays, a flow with several triggers of one kind, and flows that wait
+/// for several triggers at once.
+pub fn write_uet(
+    flows: &[FlowSpec],
+    deps: &Dependencies,
+    ids: &[u64],
+    nodes: u32,
+    failures: &[(u32, u32)],
+) -> Result<String, String> {
+    for (t, tr) in deps.triggers.iter().enumerate() {
+        if tr.delay > SimTime::ZERO {
+            return Err(format!(
+                "trigger {} waits {} ps before starting its flows: the Ultra Ethernet dialect \
+                 has no trigger delays (compute gaps)",
+                t + 1,
+                tr.delay.ps()
+            ));
+        }
+        if tr.multishot && tr.needed > 1 {
+            return Err(format!(
+                "trigger {} is multishot with count {}: the dialect's multishot has no count",
+                t + 1,
+                tr.needed
+            ));
+        }
+    }
+    let mut gates = vec![0u32; flows.len()];
+    for tr in &deps.triggers {
+        for &f in &tr.targets {
+            gates[f as usize] += 1;
+        }
+    }
+    for (i, &g) in gates.iter().enumerate() {
+        let id = ids.get(i).copied().unwrap_or(i as u64 + 1);
+        let r = deps.on_recv_done.get(i).map_or(0, Vec::len);
+        let sd = deps.on_send_done.get(i).map_or(0, Vec::len);
+        if g > 1 || r > 1 || sd > 1 || deps.waits(i) > 1 {
+            return Err(format!(
+                "flow {id} names several triggers of one kind: the Ultra Ethernet dialect \
+                 allows one trigger, one recv_done_trigger and one send_done_trigger per flow"
+            ));
+        }
+    }
+    let mut o = write(flows, deps, ids, nodes);
+    if deps.triggers.is_empty() {
+        // The dialect counts triggers against its header: say there are none.
+        let at = o.find('\n').map_or(0, |i| i + 1);
+        let at = at + o[at..].find('\n').map_or(0, |i| i + 1);
+        o.insert_str(at, "Triggers 0\n");
+    }
+    if !failures.is_empty() {
+        let at = o.find('\n').map_or(0, |i| i + 1);
+        let at = at + o[at..].find('\n').map_or(0, |i| i + 1);
+        let at = at + o[at..].find('\n').map_or(0, |i| i + 1);
+        o.insert_str(at, &format!("Failures {}\n", failures.len()));
+        for (sw, link) in failures {
+            let _ = writeln!(o, "failure switch_type AGG switch_id {sw} link_id {link}");
+        }
+    }
+    Ok(o)
+}
+
 fn number(toks: &[&str], i: usize, key: &str) -> Result<u64, String> {
     let t = toks
         .get(i)
