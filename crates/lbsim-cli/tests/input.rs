@@ -176,7 +176,7 @@ fn bad_inputs_fail_cleanly_naming_the_cause() {
             &[":1:", "1073741824 packets"],
         ),
         ("token.cm", "Nodes 16\nfoo 3\n0->1 size 4\n", &[":2:", "`foo`"]),
-        ("field.cm", "0->1 size 4 prio 3\n", &[":1:", "`prio`"]),
+        ("field.cm", "0->1 size 4 colour 3\n", &[":1:", "`colour`"]),
         ("empty.cm", "", &[":0:", "empty file"]),
         ("comments.cm", "# none\n", &[":0:", "no connections"]),
         ("nodes0.cm", "Nodes 0\n0->1 size 4\n", &[":1:", "at least 2"]),
@@ -480,5 +480,101 @@ fn bad_inputs_fail_cleanly_naming_the_cause() {
         failed.len(),
         cases.len(),
         failed.join("\n")
+    );
+}
+
+#[test]
+fn bad_chakra_traces_exit_non_zero_naming_the_file_and_node() {
+    let d = tmpdir("chakra");
+    // A truncated trace: a GlobalMetadata then a node whose length promises more bytes.
+    std::fs::write(d.join("t.0.et"), [2u8, 10, 0, 40, 8, 1]).unwrap();
+    std::fs::write(d.join("t.1.et"), [2u8, 10, 0, 40, 8, 1]).unwrap();
+    let cases: [(String, &[&str]); 3] = [
+        (
+            d.display().to_string(),
+            &["t.0.et: truncated", "the first node"],
+        ),
+        (
+            d.join("absent.et").display().to_string(),
+            &["absent.et", "no such file"],
+        ),
+        (d.join("t").display().to_string(), &["t.0.et: truncated"]),
+    ];
+    for (path, wants) in cases {
+        let set = format!("workload.path=\"{path}\"");
+        let o = lbsim(&[
+            "run",
+            "--quiet",
+            "--set",
+            "topology.k=4",
+            "--set",
+            "workload.kind=chakra",
+            "--set",
+            &set,
+        ]);
+        let e = stderr(&o);
+        assert!(!o.status.success(), "{path}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+        for w in wants {
+            assert!(e.contains(w), "{path}: wants {w}: {e}");
+        }
+    }
+}
+
+#[test]
+fn export_cm_uet_writes_failure_lines_and_refuses_what_the_dialect_lacks() {
+    let d = tmpdir("uet");
+    let cm = d.join("f.cm");
+    std::fs::write(
+        &cm,
+        "Nodes 16\nConnections 1\nFailures 1\n0->13 id 1 msg start 0 size 4096 prio 7\n\
+         failure switch_type AGG switch_id 5 link_id 1\n",
+    )
+    .unwrap();
+    let out = d.join("out.cm");
+    let set = format!("workload.path=\"{}\"", cm.display());
+    let base = [
+        "export-cm",
+        "--set",
+        "topology.k=4",
+        "--set",
+        "workload.kind=connection_matrix",
+        "--set",
+        &set,
+        "--dialect",
+        "uet",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let o = lbsim(&base);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text,
+        "Nodes 16\nConnections 1\nTriggers 0\nFailures 1\n0->13 id 1 start 0 size 4096\n\
+         failure switch_type AGG switch_id 5 link_id 1\n"
+    );
+    // FSDP's compute gaps are trigger delays: the dialect has none.
+    let o = lbsim(&[
+        "export-cm",
+        "--set",
+        "topology.k=4",
+        "--set",
+        "workload.kind=fsdp",
+        "--set",
+        "workload.layers=2",
+        "--set",
+        "workload.layer_bytes=65536",
+        "--set",
+        "workload.compute_us_per_layer=5",
+        "--dialect",
+        "uet",
+        "-o",
+        d.join("x.cm").to_str().unwrap(),
+    ]);
+    let e = stderr(&o);
+    assert!(
+        !o.status.success() && e.contains("no trigger delays"),
+        "{e}"
     );
 }

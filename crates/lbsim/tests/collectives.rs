@@ -354,8 +354,9 @@ fn export_then_import_gives_the_same_flows_and_dependencies() {
     ] {
         let sc = scenario(sets);
         let text = connection_matrix::write(&sc.flows, &sc.deps, &sc.flow_ids, sc.topology.hosts);
-        let connection_matrix::Matrix { flows, deps, ids } =
-            connection_matrix::parse(&text, "x.cm", sc.topology.hosts, 4096).unwrap();
+        let connection_matrix::Matrix {
+            flows, deps, ids, ..
+        } = connection_matrix::parse(&text, "x.cm", sc.topology.hosts, 4096).unwrap();
         assert_eq!(ids, (1..=flows.len() as u64).collect::<Vec<_>>());
         assert_eq!(flows, sc.flows);
         assert_eq!(deps, sc.deps.clone().normalized());

@@ -261,6 +261,7 @@ fn triggers_chain_flows_barrier_and_delay() {
         on_recv_done: vec![vec![0], vec![0], vec![], vec![]],
         on_send_done: vec![vec![1], vec![], vec![], vec![]],
         gated: vec![false, false, true, true],
+        ..Default::default()
     };
     let sim = run(sc);
     let f = sim.flows();
@@ -293,6 +294,7 @@ fn a_gated_flow_whose_trigger_never_fires_is_reported_unfinished() {
         on_recv_done: vec![vec![0], vec![]],
         on_send_done: vec![],
         gated: vec![false, true],
+        ..Default::default()
     };
     let s = run(sc).summary();
     assert_eq!((s.flows, s.flows_completed), (2, 1));

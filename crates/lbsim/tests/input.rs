@@ -214,9 +214,9 @@ fn connection_matrix_edge_cases_name_the_line() {
         e.starts_with(&format!("{p}:2:")) && e.contains("`Connextions`"),
         "{e}"
     );
-    let (p, e) = cm_err("field.cm", "0->1 size 4 prio 3\n", &[]);
+    let (p, e) = cm_err("field.cm", "0->1 size 4 color 3\n", &[]);
     assert!(
-        e.starts_with(&format!("{p}:1:")) && e.contains("`prio`") && e.contains("size"),
+        e.starts_with(&format!("{p}:1:")) && e.contains("`color`") && e.contains("size"),
         "{e}"
     );
     for n in [0, 1] {
@@ -403,4 +403,83 @@ fn link_rates_below_one_kbps_and_oversized_repair_counts_are_refused() {
         "transport.erasure_extra_packets=4294967295",
     ]);
     assert!(e.contains("key `transport.erasure_extra_packets`"), "{e}");
+}
+
+#[test]
+fn connection_matrix_failure_lines_fail_aggregation_uplinks_or_name_the_line() {
+    // k=4: aggregation switch 5 (pod position 1) reaches cores 2 and 3.
+    let dir = std::env::temp_dir().join(format!("lbsim-input-uet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.cm");
+    std::fs::write(
+        &path,
+        "Nodes 16\nConnections 1\nFailures 1\n0->13 id 1 start 0 size 4096\n\
+         failure switch_type AGG switch_id 5 link_id 1\n",
+    )
+    .unwrap();
+    let s = sets(&[
+        "topology.k=4",
+        "workload.kind=connection_matrix",
+        &format!("workload.path=\"{}\"", path.display()),
+    ]);
+    let sc = Scenario::build(ScenarioFile::builtin(&s).unwrap(), &Origin::builtin()).unwrap();
+    let names: Vec<&str> = sc.failures.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["agg:5-core:3"]);
+    assert!(sc.end_time.is_some());
+    let (p, e) = cm_err(
+        "fail-range.cm",
+        "Failures 1\n0->13 size 4096\nfailure switch_type AGG switch_id 8 link_id 0\n",
+        &[],
+    );
+    assert!(
+        e.starts_with(&format!("{p}:3:")) && e.contains("8 aggregation switches"),
+        "{e}"
+    );
+    let (p, e) = cm_err(
+        "fail-link.cm",
+        "Failures 1\n0->13 size 4096\nfailure switch_type AGG switch_id 1 link_id 2\n",
+        &[],
+    );
+    assert!(
+        e.starts_with(&format!("{p}:3:")) && e.contains("2 uplinks"),
+        "{e}"
+    );
+    let (p, e) = cm_err(
+        "fail-leaf.cm",
+        "Failures 1\n0->13 size 4096\nfailure switch_type AGG switch_id 1 link_id 0\n",
+        &["topology.kind=leaf_spine"],
+    );
+    assert!(
+        e.starts_with(&format!("{p}:3:")) && e.contains("fat-tree"),
+        "{e}"
+    );
+}
+
+#[test]
+fn htsim_topo_files_build_the_fabric_or_name_the_line() {
+    let dir = std::env::temp_dir().join(format!("lbsim-input-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ls.topo");
+    std::fs::write(
+        &path,
+        "Nodes 32\nTiers 2\nPodsize 32\nTier 0\nDownlink_speed_Gbps 100\nRadix_Down 8\n\
+         Radix_Up 2\nDownlink_Latency_ns 1000\nOversubscribed 4\nTier 1\n\
+         Downlink_speed_Gbps 100\nRadix_Down 4\nDownlink_Latency_ns 1000\n",
+    )
+    .unwrap();
+    // Relative to the scenario file's directory.
+    let origin = Origin::named("s.toml", Some(dir.clone()));
+    let f =
+        ScenarioFile::from_toml("[topology]\nhtsim_topo = \"ls.topo\"\n", &[], &origin).unwrap();
+    let sc = Scenario::build(f, &origin).unwrap();
+    assert_eq!(sc.topology.hosts, 32);
+    assert_eq!(
+        sc.settings.topology_label,
+        "leaf_spine 4x8 hosts, 2 spines 100G"
+    );
+    let e = build_err(&["topology.htsim_topo=\"/nonexistent/x.topo\""]);
+    assert!(
+        e.contains("/nonexistent/x.topo") && e.contains("cannot read"),
+        "{e}"
+    );
 }

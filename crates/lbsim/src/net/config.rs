@@ -51,6 +51,10 @@ pub struct TopologyConfig {
     /// holds in its priority queue before dropping them (default: the data buffer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_buffer_bytes: Option<u64>,
+    /// An htsim `.topo` tier file (relative to the scenario file): sets `kind` and the sizes,
+    /// `link_gbps`, the latencies and (with Queue_*) `buffer_bytes` from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub htsim_topo: Option<std::path::PathBuf>,
 }
 
 impl Default for TopologyConfig {
@@ -71,6 +75,7 @@ impl Default for TopologyConfig {
             ecn_pmax: None,
             trim_header_bytes: None,
             control_buffer_bytes: None,
+            htsim_topo: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The network: packets, egress ports with their links, and fabric topologies.
 
 pub mod config;
+pub mod htsim_topo;
 pub mod fault;
 pub mod packet;
 pub mod port;

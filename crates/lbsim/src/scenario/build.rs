@@ -10,7 +10,14 @@ impl Scenario {
         Self::build_unblamed(file, origin).map_err(|e| blame_sets(e, &origin.sets))
     }
 
-    fn build_unblamed(file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
+    fn build_unblamed(mut file: ScenarioFile, origin: &Origin) -> Result<Scenario, ConfigError> {
+        if let Some(p) = file.topology.htsim_topo.clone() {
+            let p = match (&origin.dir, p.is_relative()) {
+                (Some(dir), true) => dir.join(p),
+                _ => p,
+            };
+            crate::net::htsim_topo::load(&p, &mut file.topology)?;
+        }
         let t = &file.topology;
         let o = origin;
         check(
@@ -218,6 +225,7 @@ impl Scenario {
             deps,
             mut labels,
             ids: flow_ids,
+            failed_links,
         } = workload::generate(&file.traffic(), &topology, origin)?;
         let sizes = bound::Sizes {
             mss: file.packet.payload_bytes,
@@ -236,7 +244,21 @@ impl Scenario {
                 flows.len()
             ),
         )?;
-        let failures = failure::resolve(&file.failures, &topology, file.seed, origin)?;
+        // A connection matrix's failure lines join `[[failures]]`: down from the start.
+        let mut specs = file.failures.clone();
+        specs.extend(failed_links.into_iter().map(|l| FailureSpec {
+            kind: failure::FailureKind::Down,
+            link: Some(l),
+            random_fraction: None,
+            at_us: 0.0,
+            recover_at_us: None,
+            rate_fraction: None,
+            loss_good: None,
+            loss_bad: None,
+            p_good_to_bad: None,
+            p_bad_to_good: None,
+        }));
+        let failures = failure::resolve(&specs, &topology, file.seed, origin)?;
         // Each failure schedules up to three fabric changes (fail, recover, converge).
         check(
             failures.len() as u64 * 4 <= MAX_EVENT_ID as u64,
@@ -268,7 +290,7 @@ impl Scenario {
                 SimTime::from_us_f64(us)
             }
         };
-        let end_time = match (end_time, file.failures.is_empty()) {
+        let end_time = match (end_time, specs.is_empty()) {
             (None, false) => {
                 let sizes = bound::Sizes {
                     mss: file.packet.payload_bytes,

@@ -65,6 +65,8 @@ pub(super) struct Hosts {
     rto: SimTime,
     /// Flows keep a retransmission / no-progress timer.
     timers: bool,
+    /// Starts each flow still waits for (`Dependencies::waits`; empty when none waits twice).
+    start_waits: Vec<u32>,
     /// EQDS: receivers pace credits, a gap apart.
     eqds: bool,
     pull_gap: SimTime,
@@ -106,6 +108,7 @@ impl Hosts {
             pace_rate,
             rto: sc.rto,
             timers: st.reliable() || !sc.failures.is_empty(),
+            start_waits: sc.deps.waits.clone(),
             eqds: st.cc == CcKind::Eqds,
             pull_gap: BitsPerSec(
                 ((topo.host_rate.0 as f64) * st.eqds.pull_rate)
@@ -127,6 +130,14 @@ impl Hosts {
     }
 
     pub(super) fn on_flow_start(&mut self, e: &mut Env, f: FlowId) {
+        if e.flows[f.idx()].started.is_some() {
+            return;
+        }
+        // A flow gated by several triggers starts at the last of them.
+        if let Some(w) = self.start_waits.get_mut(f.idx()).filter(|w| **w > 1) {
+            *w -= 1;
+            return;
+        }
         let flow = &mut e.flows[f.idx()];
         if !flow.start(e.cx.now) {
             return;

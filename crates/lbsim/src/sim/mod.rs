@@ -283,7 +283,7 @@ impl Simulation {
             / BUCKETS_PER_ACK_TIME;
         let mut events = EventQueue::with_bucket_ps(width);
         for (i, f) in sc.flows.iter().enumerate() {
-            if !sc.deps.gated(i) {
+            if sc.deps.timed(i) {
                 events.push(f.start, Event::FlowStart(FlowId(i as u32)).into());
             }
         }

@@ -212,10 +212,12 @@ pub(crate) fn schedule(
     // (time, 0 = start / 1 = done, flow): starts before completions at equal times.
     let mut heap: BinaryHeap<Reverse<(SimTime, u8, usize)>> = BinaryHeap::new();
     for f in range.clone() {
-        if !deps.gated(f) {
-            heap.push(Reverse((flows[f].start - origin, 0, f)));
+        if deps.timed(f) {
+            heap.push(Reverse((flows[f].start.max(origin) - origin, 0, f)));
         }
     }
+    // Starts each flow still waits for (a flow waiting on several begins at the last).
+    let mut waiting: Vec<u32> = (0..flows.len()).map(|f| deps.waits(f)).collect();
     for (t, tr) in deps.triggers.iter().enumerate() {
         // Fired from outside before the range began: its inside targets start at the origin.
         if !whole && first_fire(t).is_some_and(|n| count[t] >= n) {
@@ -229,6 +231,10 @@ pub(crate) fn schedule(
     while let Some(Reverse((at, kind, f))) = heap.pop() {
         if kind == 0 {
             if start[f].is_some() {
+                continue;
+            }
+            if waiting[f] > 1 {
+                waiting[f] -= 1;
                 continue;
             }
             start[f] = Some(at);
@@ -327,6 +333,7 @@ mod tests {
             on_recv_done,
             on_send_done: Vec::new(),
             gated,
+            ..Dependencies::default()
         }
     }
 

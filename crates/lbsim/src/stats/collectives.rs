@@ -144,12 +144,57 @@ pub struct JobRecord {
     pub network_wait_share: Option<f64>,
 }
 
+/// One rank of a Chakra replay.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RankRecord {
+    pub rank: u32,
+    pub host: u32,
+    pub trace: String,
+    /// From the replay's start to the rank's last node done (null if a flow it needs never
+    /// finished).
+    pub iteration_ps: Option<u64>,
+    /// Every COMP node of the rank, summed.
+    pub compute_ps: u64,
+    /// Along the rank's critical path (walked back from its last node): compute, and time in
+    /// the network; the two add up to `iteration_ps`.
+    pub critical_compute_ps: Option<u64>,
+    pub critical_comm_ps: Option<u64>,
+}
+
+/// One collective of a Chakra replay: its node on rank 0 (collectives.csv's `layer` is its
+/// position among the trace's collectives).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ChakraCollective {
+    pub index: u32,
+    pub node_id: u64,
+    pub name: String,
+    pub kind: String,
+    pub bytes: u64,
+    pub cct_ps: Option<u64>,
+    pub bound_ps: u64,
+}
+
+/// A Chakra replay's results (summary.json's `collectives.chakra`).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ChakraReport {
+    pub ranks: Vec<RankRecord>,
+    pub collectives: Vec<ChakraCollective>,
+    /// Nodes skipped under `chakra_skip_unknown`.
+    pub skipped_nodes: u32,
+    /// Dependencies on node ids a trace does not have, dropped under `chakra_skip_unknown`.
+    pub dropped_deps: u32,
+    /// The slowest rank's iteration.
+    pub iteration_ps: Option<u64>,
+}
+
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct CollectiveReport {
     pub jobs: Vec<JobRecord>,
     pub iterations: Vec<IterationRecord>,
     #[serde(skip)]
     pub collectives: Vec<CollectiveRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chakra: Option<ChakraReport>,
 }
 
 impl CollectiveReport {
@@ -224,6 +269,41 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
                 .filter(|&t| t > 0)
                 .map(|t| t.saturating_sub(compute) as f64 / t as f64),
         });
+    }
+    if let Some(ch) = &labels.chakra {
+        let times: Vec<(u64, Option<u64>)> =
+            flows.iter().map(|f| (f.start_ps, f.finish_ps)).collect();
+        let mut rep = ChakraReport {
+            skipped_nodes: ch.skipped_nodes,
+            dropped_deps: ch.dropped_deps,
+            ..ChakraReport::default()
+        };
+        for (r, info) in ch.ranks.iter().enumerate() {
+            let t = ch.rank_times(r, &times);
+            rep.ranks.push(RankRecord {
+                rank: r as u32,
+                host: info.host,
+                trace: info.trace.clone(),
+                iteration_ps: t.as_ref().map(|t| t.iteration),
+                compute_ps: info.compute.ps(),
+                critical_compute_ps: t.as_ref().map(|t| t.critical_compute),
+                critical_comm_ps: t.as_ref().map(|t| t.critical_comm),
+            });
+        }
+        let all: Option<Vec<u64>> = rep.ranks.iter().map(|r| r.iteration_ps).collect();
+        rep.iteration_ps = all.and_then(|v| v.into_iter().max());
+        for (i, (c, (id, name))) in out.collectives.iter().zip(&ch.collective_nodes).enumerate() {
+            rep.collectives.push(ChakraCollective {
+                index: i as u32,
+                node_id: *id,
+                name: name.clone(),
+                kind: c.kind.clone(),
+                bytes: c.bytes,
+                cct_ps: c.cct_ps,
+                bound_ps: c.bound_ps,
+            });
+        }
+        out.chakra = Some(rep);
     }
     for (j, info) in labels.jobs.iter().enumerate() {
         let j = j as u32;

@@ -105,6 +105,8 @@ pub struct JobInfo {
 pub struct Labels {
     pub jobs: Vec<JobInfo>,
     pub collectives: Vec<CollectiveInfo>,
+    /// A Chakra replay's ranks and critical-path data.
+    pub chakra: Option<super::chakra::ChakraLabels>,
 }
 
 /// When something can start: all of `flows` received, then `delay`; with no flows, at `delay`.
@@ -272,17 +274,23 @@ impl Builder {
     }
 }
 
-/// Runs one collective over ranks placed on `hosts` (host of each rank), starting at `start`.
-/// Returns its completion and its flows. `bytes` is S (per pair for all-to-all).
-pub fn collective(
-    b: &mut Builder,
-    algo: Algo,
-    hosts: &[u32],
-    bytes: u64,
-    start: &Cond,
-) -> (Cond, Range<u32>) {
-    let n = hosts.len();
-    let s0 = b.begin(start);
+/// What a collective's schedule needs from a generator: a transfer between two ranks once a
+/// condition holds (returning its completion), and the join of two conditions. The schedules
+/// below ([`schedule`]) are written once against it; [`Builder`] implements it for generated
+/// collectives, and Chakra replay for its own per-rank conditions.
+pub trait Transfers {
+    type C: Clone;
+    /// `bytes` from rank `src` to rank `dst` once `cond` holds; its completion.
+    fn send(&mut self, src: usize, dst: usize, bytes: u64, cond: &Self::C) -> Self::C;
+    /// Both `a` and `b`.
+    fn join(&mut self, a: &Self::C, b: &Self::C) -> Self::C;
+}
+
+/// The transfers of one collective over `n` ranks, rank r starting when `starts[r]` holds.
+/// `bytes` is S (per pair for all-to-all).
+#[allow(clippy::needless_range_loop)] // ranks index several vectors at once
+pub fn schedule<T: Transfers>(t: &mut T, algo: Algo, bytes: u64, starts: &[T::C]) {
+    let n = starts.len();
     let chunk = bytes.div_ceil(n as u64).max(1);
     match algo {
         Algo::RingAllreduce | Algo::RingReduceScatter | Algo::RingAllgather => {
@@ -292,12 +300,12 @@ pub fn collective(
                 n - 1
             };
             // recv[r]: rank r holds the chunk it must forward next.
-            let mut recv = vec![s0; n];
+            let mut recv = starts.to_vec();
             for _ in 0..steps {
                 let mut next = recv.clone();
                 for r in 0..n {
                     let d = (r + 1) % n;
-                    next[d] = b.send(hosts[r], hosts[d], chunk, &recv[r]);
+                    next[d] = t.send(r, d, chunk, &recv[r]);
                 }
                 recv = next;
             }
@@ -309,13 +317,13 @@ pub fn collective(
                 .map(|k| n >> (k + 1))
                 .chain((0..log).rev().map(|k| n >> (k + 1)))
                 .collect();
-            let mut recv = vec![s0; n];
+            let mut recv = starts.to_vec();
             for d in dists {
                 let part = bytes.div_ceil((n / d) as u64).max(1);
                 let mut next = recv.clone();
                 for r in 0..n {
                     let p = r ^ d;
-                    next[p] = b.send(hosts[r], hosts[p], part, &recv[r]);
+                    next[p] = t.send(r, p, part, &recv[r]);
                 }
                 recv = next;
             }
@@ -324,7 +332,7 @@ pub fn collective(
             for r in 0..n {
                 for d in 0..n {
                     if r != d {
-                        b.send(hosts[r], hosts[d], bytes, &s0);
+                        t.send(r, d, bytes, &starts[r]);
                     }
                 }
             }
@@ -333,40 +341,73 @@ pub fn collective(
             for r in 0..n {
                 for i in 1..n {
                     let d = (r + i) % n;
-                    b.send(hosts[r], hosts[d], bytes, &s0);
+                    t.send(r, d, bytes, &starts[r]);
                 }
             }
         }
-        Algo::Permutation => {
-            for (r, &d) in hosts.iter().enumerate() {
-                b.send(r as u32, d, bytes, &s0);
-            }
-        }
+        Algo::Permutation => unreachable!("a permutation is not scheduled over ranks"),
         Algo::Incast => {
             for r in 1..n {
-                b.send(hosts[r], hosts[0], bytes, &s0);
+                t.send(r, 0, bytes, &starts[r]);
             }
         }
         Algo::Outcast => {
             for r in 1..n {
-                b.send(hosts[0], hosts[r], bytes, &s0);
+                t.send(0, r, bytes, &starts[0]);
             }
         }
         Algo::AllToAllPairwise => {
             // Round i: r sends to r+i; a rank moves on once its own send and its receive of the
             // previous round are both complete.
-            let mut own = vec![s0.clone(); n];
-            let mut recv = vec![s0; n];
+            let mut own = starts.to_vec();
+            let mut recv = starts.to_vec();
             for i in 1..n {
-                let ready: Vec<Cond> = (0..n).map(|r| Cond::join([&own[r], &recv[r]])).collect();
+                let ready: Vec<T::C> = (0..n).map(|r| t.join(&own[r], &recv[r])).collect();
                 for r in 0..n {
                     let d = (r + i) % n;
-                    let c = b.send(hosts[r], hosts[d], bytes, &ready[r]);
+                    let c = t.send(r, d, bytes, &ready[r]);
                     own[r] = c.clone();
                     recv[d] = c;
                 }
             }
         }
+    }
+}
+
+/// A [`Builder`] seen through ranks placed on `hosts`.
+struct OnHosts<'a> {
+    b: &'a mut Builder,
+    hosts: &'a [u32],
+}
+
+impl Transfers for OnHosts<'_> {
+    type C = Cond;
+    fn send(&mut self, src: usize, dst: usize, bytes: u64, cond: &Cond) -> Cond {
+        self.b.send(self.hosts[src], self.hosts[dst], bytes, cond)
+    }
+    fn join(&mut self, a: &Cond, b: &Cond) -> Cond {
+        Cond::join([a, b])
+    }
+}
+
+/// Runs one collective over ranks placed on `hosts` (host of each rank), starting at `start`.
+/// Returns its completion and its flows. `bytes` is S (per pair for all-to-all).
+pub fn collective(
+    b: &mut Builder,
+    algo: Algo,
+    hosts: &[u32],
+    bytes: u64,
+    start: &Cond,
+) -> (Cond, Range<u32>) {
+    let n = hosts.len();
+    let s0 = b.begin(start);
+    if algo == Algo::Permutation {
+        // One message from every host h to `hosts[h]`.
+        for (r, &d) in hosts.iter().enumerate() {
+            b.send(r as u32, d, bytes, &s0);
+        }
+    } else {
+        schedule(&mut OnHosts { b, hosts }, algo, bytes, &vec![s0; n]);
     }
     b.end()
 }

@@ -23,6 +23,9 @@ pub enum WorkloadKind {
     Incast,
     /// One sender (the group's first rank) to `fan_in` receivers, one message each.
     Outcast,
+    /// An MLCommons Chakra execution trace replayed: compute delays, point-to-point messages
+    /// and collectives, waiting on each other as the trace's dependencies say.
+    Chakra,
 }
 
 impl WorkloadKind {
@@ -38,6 +41,7 @@ impl WorkloadKind {
             WorkloadKind::Fsdp => "fsdp",
             WorkloadKind::Incast => "incast",
             WorkloadKind::Outcast => "outcast",
+            WorkloadKind::Chakra => "chakra",
         }
     }
 }
@@ -53,6 +57,28 @@ pub enum AllToAllAlgorithm {
     Shifted,
     /// n-1 rounds; in round i rank r sends to r+i once its previous round is complete.
     Pairwise,
+}
+
+/// `workload.chakra_algorithms.all_reduce`
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllReduceAlgorithm {
+    Ring,
+    /// Needs a power-of-two number of ranks.
+    HalvingDoubling,
+}
+
+/// `workload.chakra_algorithms`: the algorithm each Chakra collective type runs as (all-gather
+/// and reduce-scatter are always rings).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChakraAlgorithms {
+    /// ALL_REDUCE: `ring` or `halving_doubling` (ring).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_reduce: Option<AllReduceAlgorithm>,
+    /// ALL_TO_ALL: `direct`, `shifted` or `pairwise` (direct).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_to_all: Option<AllToAllAlgorithm>,
 }
 
 /// `[workload]`
@@ -107,6 +133,17 @@ pub struct WorkloadConfig {
     /// incast and outcast: peers of the one receiver (sender) (default: every other host).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fan_in: Option<u32>,
+    /// chakra: replay the one rank's trace `path` names on this many ranks (SPMD), its
+    /// collectives over all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chakra_ranks: Option<u32>,
+    /// chakra: skip node types (and collective types) lbsim does not model, counting them,
+    /// instead of refusing the trace (false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chakra_skip_unknown: Option<bool>,
+    /// chakra: the algorithm per collective type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chakra_algorithms: Option<ChakraAlgorithms>,
 }
 
 impl Default for WorkloadConfig {
@@ -128,6 +165,9 @@ impl Default for WorkloadConfig {
             iterations: None,
             start_us: None,
             fan_in: None,
+            chakra_ranks: None,
+            chakra_skip_unknown: None,
+            chakra_algorithms: None,
         }
     }
 }
@@ -149,6 +189,9 @@ impl WorkloadConfig {
         "iterations",
         "start_us",
         "fan_in",
+        "chakra_ranks",
+        "chakra_skip_unknown",
+        "chakra_algorithms",
     ];
 
     /// The optional keys that are set, in `OPTION_KEYS` order.
@@ -168,6 +211,9 @@ impl WorkloadConfig {
             self.iterations.is_some(),
             self.start_us.is_some(),
             self.fan_in.is_some(),
+            self.chakra_ranks.is_some(),
+            self.chakra_skip_unknown.is_some(),
+            self.chakra_algorithms.is_some(),
         ];
         Self::OPTION_KEYS
             .iter()

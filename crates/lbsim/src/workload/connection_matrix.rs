@@ -16,10 +16,19 @@
 //! (fires on the first activation), `multishot` (fires on every activation) or `barrier`
 //! (fires once after `count N` activations; default: as many as feed it). lbsim extensions:
 //! a trigger line may add `delay PS` (its targets start that much later), and a flow may name
-//! several triggers of each kind. `Failures` is not supported.
+//! several triggers of each kind.
+//!
+//! The Ultra Ethernet fork of htsim adds, and lbsim reads: `msg [M]` on a flow line (one
+//! message of a reused connection: every line of connection `id C` with `msg` is its own flow
+//! between the same two hosts, all keeping id C); `prio P` (accepted only when every flow has
+//! the same priority, htsim's default being 2000000: lbsim's queues have no priority classes
+//! for data); and a `Failures N` header with `failure switch_type AGG switch_id S link_id L`
+//! lines, each failing uplink L of aggregation switch S (a fat-tree's `agg:S-core:C` cable)
+//! from the start of the run. Other switch types are refused, as htsim refuses them.
 //!
 //! A flow keeps its `id` (flows.csv's `flow_id`); a flow without one takes its position among
-//! the flows (1, 2, ...), and no two flows may share an id, given or taken.
+//! the flows (1, 2, ...), and no two flows may share an id, given or taken (but the messages
+//! of one connection).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -37,7 +46,12 @@ pub struct Matrix {
     pub deps: Dependencies,
     /// Each flow's id in the file (its position, 1, 2, ..., if it has none).
     pub ids: Vec<u64>,
+    /// `failure` lines: (aggregation switch, uplink, line).
+    pub failures: Vec<(u32, u32, usize)>,
 }
+
+/// htsim's priority of a flow without `prio`.
+pub const DEFAULT_PRIO: u64 = 2_000_000;
 
 /// Reads a connection matrix for a topology of `hosts` hosts and packets of `payload_bytes`
 /// (each flow's size is checked against [`limits::MESSAGE_PACKETS`]).
@@ -61,7 +75,8 @@ struct FlowRefs {
 }
 
 /// The fields a flow line may have after `SRC->DST`.
-const FLOW_FIELDS: &str = "id, start, size, trigger, recv_done_trigger, send_done_trigger";
+const FLOW_FIELDS: &str =
+    "id, start, size, trigger, recv_done_trigger, send_done_trigger, msg, prio";
 
 /// Parses connection-matrix `text`; `name` is used in error messages. Errors name the line;
 /// line 0 is the file as a whole (empty, or no connections).
@@ -85,6 +100,12 @@ pub fn parse(
     let mut ids: BTreeMap<u64, usize> = BTreeMap::new();
     let mut given: Vec<Option<u64>> = Vec::new();
     let mut empty = true;
+    let mut failure_count: Option<(usize, usize)> = None;
+    let mut failures: Vec<(u32, u32, usize)> = Vec::new();
+    // The first flow's priority and line; connection id -> (src, dst) of its messages.
+    let mut prio: Option<(u64, usize)> = None;
+    let mut conns: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
+    let mut msg_ids: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
     // Trigger id -> (index, line, kind, count, delay).
     let mut trig: BTreeMap<u64, (usize, usize, &str, Option<u64>, u64)> = BTreeMap::new();
     for (i, raw) in text.lines().enumerate() {
@@ -126,7 +147,70 @@ pub fn parse(
                 trigger_count = Some((n as usize, ln));
                 continue;
             }
-            "Failures" => return Err(err(ln, "`Failures` is not yet supported by lbsim".into())),
+            "Failures" => {
+                let n = number(&toks, 1, "Failures").map_err(|m| err(ln, m))?;
+                failure_count = Some((n as usize, ln));
+                continue;
+            }
+            "failure" => {
+                let (mut kind, mut sw, mut link) = (None, None, None);
+                let mut k = 1;
+                while k < toks.len() {
+                    match toks[k] {
+                        "switch_type" => {
+                            let t = toks.get(k + 1).copied().unwrap_or("");
+                            match t {
+                                "AGG" => kind = Some(t),
+                                "TOR" | "CORE" => {
+                                    return Err(err(
+                                        ln,
+                                        format!(
+                                            "switch_type {t}: only aggregation switches' uplinks \
+                                             can fail here (as in htsim); name the link in \
+                                             [[failures]] instead"
+                                        ),
+                                    ))
+                                }
+                                _ => {
+                                    return Err(err(
+                                        ln,
+                                        format!(
+                                            "switch_type must be TOR, AGG or CORE, found `{t}`"
+                                        ),
+                                    ))
+                                }
+                            }
+                        }
+                        "switch_id" => {
+                            sw = Some(number(&toks, k + 1, "switch_id").map_err(|m| err(ln, m))?)
+                        }
+                        "link_id" => {
+                            link = Some(number(&toks, k + 1, "link_id").map_err(|m| err(ln, m))?)
+                        }
+                        other => {
+                            return Err(err(
+                                ln,
+                                format!(
+                                    "unknown failure attribute `{other}` (a failure has \
+                                     switch_type, switch_id, link_id)"
+                                ),
+                            ))
+                        }
+                    }
+                    k += 2;
+                }
+                let (Some(_), Some(sw), Some(link)) = (kind, sw, link) else {
+                    return Err(err(
+                        ln,
+                        "a failure needs switch_type AGG, switch_id S and link_id L".into(),
+                    ));
+                };
+                let (Ok(sw), Ok(link)) = (u32::try_from(sw), u32::try_from(link)) else {
+                    return Err(err(ln, "switch_id or link_id out of range".into()));
+                };
+                failures.push((sw, link, ln));
+                continue;
+            }
             "trigger" => {
                 if toks.get(1) != Some(&"id") {
                     return Err(err(
@@ -216,23 +300,58 @@ pub fn parse(
             line: ln,
             ..FlowRefs::default()
         };
+        let msg = toks[1..].contains(&"msg");
+        let mut flow_prio = DEFAULT_PRIO;
         let mut k = 1;
         while k < toks.len() {
             let key = toks[k];
+            if key == "msg" {
+                // `msg` may carry a message number (htsim reads one if it parses).
+                let numbered = toks.get(k + 1).is_some_and(|t| t.parse::<u64>().is_ok());
+                k += if numbered { 2 } else { 1 };
+                continue;
+            }
             let val = number(&toks, k + 1, key).map_err(|m| err(ln, m))?;
             match key {
                 "id" => {
                     if id.is_some() {
                         return Err(err(ln, "a flow has one `id`".into()));
                     }
-                    if let Some(first) = ids.insert(val, ln) {
-                        return Err(err(
-                            ln,
-                            format!("duplicate flow id {val} (also on line {first})"),
-                        ));
+                    if msg {
+                        match conns.get(&val) {
+                            Some(&c) if c != (src, dst) => {
+                                return Err(err(
+                                    ln,
+                                    format!(
+                                        "message of connection {val}, which runs {}->{}: a \
+                                         connection's messages share its two hosts",
+                                        c.0, c.1
+                                    ),
+                                ))
+                            }
+                            _ => {
+                                conns.insert(val, (src, dst));
+                            }
+                        }
+                    }
+                    match ids.get(&val) {
+                        Some(&first) if !(msg && msg_ids.contains(&val)) => {
+                            return Err(err(
+                                ln,
+                                format!("duplicate flow id {val} (also on line {first})"),
+                            ));
+                        }
+                        Some(_) => {}
+                        None => {
+                            ids.insert(val, ln);
+                            if msg {
+                                msg_ids.insert(val);
+                            }
+                        }
                     }
                     id = Some(val);
                 }
+                "prio" => flow_prio = val,
                 "start" => {
                     limits::check_time(val).map_err(|m| err(ln, format!("`start`: {m}")))?;
                     start = val
@@ -249,6 +368,26 @@ pub fn parse(
                 }
             }
             k += 2;
+        }
+        match prio {
+            None => prio = Some((flow_prio, ln)),
+            Some((p, l)) if p != flow_prio => {
+                return Err(err(
+                    ln,
+                    format!(
+                        "`prio` {flow_prio}, but the flow on line {l} has priority {p}: lbsim's \
+                         queues have no priority classes for data, so flows of different \
+                         priorities cannot be told apart (htsim's default is {DEFAULT_PRIO})"
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        if msg && id.is_none() {
+            return Err(err(
+                ln,
+                "a `msg` line needs the `id` of its connection".into(),
+            ));
         }
         let size = size.ok_or_else(|| err(ln, "missing `size B`".into()))?;
         if size == 0 {
@@ -282,6 +421,22 @@ pub fn parse(
                 format!("header says {n} triggers but {} were defined", trig.len()),
             ));
         }
+    }
+    if let Some((n, ln)) = failure_count {
+        if n != failures.len() {
+            return Err(err(
+                ln,
+                format!(
+                    "header says {n} failures but {} were listed",
+                    failures.len()
+                ),
+            ));
+        }
+    } else if let Some(f) = failures.first() {
+        return Err(err(
+            f.2,
+            "a `failure` line needs a `Failures N` header".into(),
+        ));
     }
     if empty {
         return Err(err(0, "empty file: no connections".into()));
@@ -317,6 +472,7 @@ pub fn parse(
         flows,
         deps,
         ids: out,
+        failures,
     })
 }
 
@@ -485,6 +641,71 @@ pub fn write(flows: &[FlowSpec], deps: &Dependencies, ids: &[u64], nodes: u32) -
     o
 }
 
+/// Writes flows, dependencies and failures in the Ultra Ethernet htsim dialect: a `Triggers`
+/// header always, `Failures` and `failure switch_type AGG switch_id S link_id L` lines for
+/// `failures` (aggregation switch, uplink), and no lbsim extension. What the dialect cannot say
+/// is refused: trigger delays, a flow with several triggers of one kind, and flows that wait
+/// for several triggers at once.
+pub fn write_uet(
+    flows: &[FlowSpec],
+    deps: &Dependencies,
+    ids: &[u64],
+    nodes: u32,
+    failures: &[(u32, u32)],
+) -> Result<String, String> {
+    for (t, tr) in deps.triggers.iter().enumerate() {
+        if tr.delay > SimTime::ZERO {
+            return Err(format!(
+                "trigger {} waits {} ps before starting its flows: the Ultra Ethernet dialect \
+                 has no trigger delays (compute gaps)",
+                t + 1,
+                tr.delay.ps()
+            ));
+        }
+        if tr.multishot && tr.needed > 1 {
+            return Err(format!(
+                "trigger {} is multishot with count {}: the dialect's multishot has no count",
+                t + 1,
+                tr.needed
+            ));
+        }
+    }
+    let mut gates = vec![0u32; flows.len()];
+    for tr in &deps.triggers {
+        for &f in &tr.targets {
+            gates[f as usize] += 1;
+        }
+    }
+    for (i, &g) in gates.iter().enumerate() {
+        let id = ids.get(i).copied().unwrap_or(i as u64 + 1);
+        let r = deps.on_recv_done.get(i).map_or(0, Vec::len);
+        let sd = deps.on_send_done.get(i).map_or(0, Vec::len);
+        if g > 1 || r > 1 || sd > 1 || deps.waits(i) > 1 {
+            return Err(format!(
+                "flow {id} names several triggers of one kind: the Ultra Ethernet dialect \
+                 allows one trigger, one recv_done_trigger and one send_done_trigger per flow"
+            ));
+        }
+    }
+    let mut o = write(flows, deps, ids, nodes);
+    if deps.triggers.is_empty() {
+        // The dialect counts triggers against its header: say there are none.
+        let at = o.find('\n').map_or(0, |i| i + 1);
+        let at = at + o[at..].find('\n').map_or(0, |i| i + 1);
+        o.insert_str(at, "Triggers 0\n");
+    }
+    if !failures.is_empty() {
+        let at = o.find('\n').map_or(0, |i| i + 1);
+        let at = at + o[at..].find('\n').map_or(0, |i| i + 1);
+        let at = at + o[at..].find('\n').map_or(0, |i| i + 1);
+        o.insert_str(at, &format!("Failures {}\n", failures.len()));
+        for (sw, link) in failures {
+            let _ = writeln!(o, "failure switch_type AGG switch_id {sw} link_id {link}");
+        }
+    }
+    Ok(o)
+}
+
 fn number(toks: &[&str], i: usize, key: &str) -> Result<u64, String> {
     let t = toks
         .get(i)
@@ -513,6 +734,7 @@ mod tests {
             flows: f,
             deps: d,
             ids,
+            ..
         } = parse(t, "x.cm", 4, 4096).unwrap();
         assert_eq!(ids, [7, 8]);
         assert_eq!(f.len(), 2);
@@ -630,5 +852,50 @@ mod tests {
         assert_eq!(m, parse(&w, "w.cm", 4, 4096).unwrap(), "{w}");
         let w = write(&m.flows, &m.deps, &[], 4);
         assert_eq!(parse(&w, "w.cm", 4, 4096).unwrap().ids, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn ultra_ethernet_extensions() {
+        // Messages of one connection: one flow each, all keeping its id; a numbered `msg` too.
+        let t = "Nodes 4\nConnections 3\nTriggers 0\n0->1 id 1 msg start 0 size 40\n\
+                 0->1 id 1 msg 2 start 0 size 40\n2->3 id 2 start 0 size 8 prio 2000000\n";
+        let m = parse(t, "m.cm", 4, 4096).unwrap();
+        assert_eq!((m.flows.len(), &m.ids[..]), (3, &[1, 1, 2][..]));
+        let e = p("0->1 id 1 msg size 4\n1->2 id 1 msg size 4\n", "n.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("n.cm:2") && e.contains("share its two hosts"),
+            "{e}"
+        );
+        let e = p("0->1 id 1 size 4\n0->1 id 1 msg size 4\n", "d.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("d.cm:2") && e.contains("duplicate flow id 1"),
+            "{e}"
+        );
+        // Equal priorities are accepted, different ones refused naming both lines.
+        assert!(parse("0->1 size 4 prio 3\n1->2 size 4 prio 3\n", "q", 4, 4096).is_ok());
+        let e = p("0->1 size 4 prio 3\n1->2 size 4\n", "q.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("q.cm:2") && e.contains("line 1") && e.contains("priority"),
+            "{e}"
+        );
+        // Failure lines: aggregation uplinks only, counted against the header.
+        let t = "Failures 1\n0->1 size 4\nfailure switch_type AGG switch_id 3 link_id 1\n";
+        assert_eq!(parse(t, "f", 4, 4096).unwrap().failures, [(3, 1, 3)]);
+        let e = p(&t.replace("AGG", "TOR"), "t.cm").unwrap_err().to_string();
+        assert!(e.contains("t.cm:3") && e.contains("switch_type TOR"), "{e}");
+        let e = p(&t.replace("Failures 1", "Failures 2"), "c.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("c.cm:1") && e.contains("2 failures"), "{e}");
+        let e = p(&t.replace("link_id", "port"), "a.cm")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a.cm:3") && e.contains("`port`"), "{e}");
     }
 }

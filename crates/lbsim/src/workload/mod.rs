@@ -1,9 +1,10 @@
 //! Workloads: the flows a run starts, and how they wait on each other. `permutation` (a random
 //! derangement: every host sends one message and receives one), `all_to_all` (every ordered
 //! pair), collectives over placed ranks (`collective`: rings, halving-doubling, pairwise
-//! all-to-all, FSDP training), several `[[jobs]]` side by side, and `connection_matrix` (htsim's
-//! text format, with triggers).
+//! all-to-all, FSDP training), several `[[jobs]]` side by side, `connection_matrix` (htsim's
+//! text format, with triggers) and `chakra` (MLCommons execution traces replayed).
 
+pub mod chakra;
 pub mod collective;
 pub mod config;
 pub mod connection_matrix;
@@ -51,6 +52,13 @@ pub struct Dependencies {
     pub on_send_done: Vec<Vec<u32>>,
     /// Per flow: it starts only when a trigger targets it (its `start` is then ignored).
     pub gated: Vec<bool>,
+    /// Per flow: how many starts it waits for (empty, 0 or 1: the first trigger that targets it
+    /// starts it). A flow waiting for several starts begins at the last of them: every trigger
+    /// targeting it has fired and waited its delay (and, if `timed`, its own `start` has come),
+    /// which is how a Chakra node that depends on several others waits for all of them.
+    pub waits: Vec<u32>,
+    /// Per flow: a gated flow that also waits for its own `start` time (one of its `waits`).
+    pub timed: Vec<bool>,
 }
 
 impl Dependencies {
@@ -60,6 +68,16 @@ impl Dependencies {
 
     pub fn gated(&self, flow: usize) -> bool {
         self.gated.get(flow).copied().unwrap_or(false)
+    }
+
+    /// How many starts `flow` waits for (at least 1).
+    pub fn waits(&self, flow: usize) -> u32 {
+        self.waits.get(flow).copied().unwrap_or(1).max(1)
+    }
+
+    /// Whether `flow`'s own `start` counts (an ungated flow's always does).
+    pub fn timed(&self, flow: usize) -> bool {
+        !self.gated(flow) || self.timed.get(flow).copied().unwrap_or(false)
     }
 
     /// The same dependencies with per-flow vectors that say nothing emptied (a canonical form
@@ -74,6 +92,12 @@ impl Dependencies {
         if !self.gated.iter().any(|g| *g) {
             self.gated.clear();
         }
+        if self.waits.iter().all(|w| *w <= 1) {
+            self.waits.clear();
+        }
+        if !self.timed.iter().any(|t| *t) {
+            self.timed.clear();
+        }
         self
     }
 }
@@ -87,6 +111,9 @@ pub struct Workload {
     /// Each flow's id (flows.csv's `flow_id`): a connection matrix's own ids; empty for
     /// generated workloads, whose flows are numbered 0, 1, 2, ...
     pub ids: Vec<u64>,
+    /// Links a connection matrix's `failure` lines fail from the start (as `[[failures]]`
+    /// names them).
+    pub failed_links: Vec<String>,
 }
 
 pub fn generate(
@@ -133,8 +160,22 @@ pub fn generate(
                 (Some(dir), true) => dir.join(path),
                 _ => path.clone(),
             };
-            let connection_matrix::Matrix { flows, deps, ids } =
-                connection_matrix::load(&path, topo.hosts, file.packet.payload_bytes)?;
+            let connection_matrix::Matrix {
+                flows,
+                deps,
+                ids,
+                failures,
+            } = connection_matrix::load(&path, topo.hosts, file.packet.payload_bytes)?;
+            let failed_links = failures
+                .iter()
+                .map(|&(sw, link, line)| {
+                    agg_uplink(topo, sw, link).map_err(|msg| ConfigError::Trace {
+                        path: path.display().to_string(),
+                        line,
+                        msg,
+                    })
+                })
+                .collect::<Result<Vec<String>, ConfigError>>()?;
             check_span(&flows, &deps, file, topo).map_err(|msg| ConfigError::Trace {
                 path: path.display().to_string(),
                 line: 0,
@@ -145,6 +186,28 @@ pub fn generate(
                 deps,
                 labels,
                 ids,
+                failed_links,
+            });
+        }
+        if w.kind == WorkloadKind::Chakra {
+            if !file.jobs.is_empty() {
+                return Err(err(
+                    format!("{prefix}.kind"),
+                    "a Chakra trace cannot be one of several `[[jobs]]`".into(),
+                ));
+            }
+            let chakra::Replay {
+                flows,
+                deps,
+                labels,
+            } = chakra_replay(w, topo, file, origin)?;
+            check_span(&flows, &deps, file, topo).map_err(|msg| err("workload".into(), msg))?;
+            return Ok(Workload {
+                flows,
+                deps,
+                labels,
+                ids: Vec::new(),
+                failed_links: Vec::new(),
             });
         }
         let spec = resolve(w, topo, file, j as u32, prefix, origin)?;
@@ -180,7 +243,110 @@ pub fn generate(
         deps,
         labels,
         ids: Vec::new(),
+        failed_links: Vec::new(),
     })
+}
+
+/// The cable of aggregation switch `sw`'s uplink `link` (htsim's numbering: switch s at pod
+/// position s mod k/2 reaches core (s mod k/2) x k/2 + link), as `[[failures]]` names it.
+fn agg_uplink(topo: &Topology, sw: u32, link: u32) -> Result<String, String> {
+    let crate::net::Shape::FatTree { k } = topo.shape else {
+        return Err(
+            "a failure of an aggregation uplink needs a 3-tier fat-tree (topology.kind \
+                    = \"fat_tree\"); a leaf-spine's top tier has no uplinks"
+                .into(),
+        );
+    };
+    let h = k / 2;
+    if sw >= k * h {
+        return Err(format!(
+            "switch_id {sw}: the fat-tree has {} aggregation switches (0 to {})",
+            k * h,
+            k * h - 1
+        ));
+    }
+    if link >= h {
+        return Err(format!(
+            "link_id {link}: an aggregation switch has {h} uplinks (0 to {})",
+            h - 1
+        ));
+    }
+    Ok(format!("agg:{sw}-core:{}", (sw % h) * h + link))
+}
+
+/// Reads and replays `[workload]`'s Chakra traces on ranks placed as for collectives.
+fn chakra_replay(
+    w: &WorkloadConfig,
+    topo: &Topology,
+    file: &TrafficSpec,
+    origin: &Origin,
+) -> Result<chakra::Replay, ConfigError> {
+    let err = |key: &str, msg: String| ConfigError::Invalid {
+        origin: origin.name.clone(),
+        key: format!("workload.{key}"),
+        msg,
+    };
+    let path = w.path.as_ref().ok_or_else(|| {
+        err(
+            "path",
+            "chakra needs a path: a trace file, a directory of NAME.RANK.et files or a NAME              prefix"
+                .into(),
+        )
+    })?;
+    let path = match (&origin.dir, path.is_relative()) {
+        (Some(dir), true) => dir.join(path),
+        _ => path.clone(),
+    };
+    let start = match w.start_us {
+        None => SimTime::ZERO,
+        Some(us) if us.is_finite() && (0.0..1e12).contains(&us) => SimTime::from_us_f64(us),
+        Some(_) => {
+            return Err(err(
+                "start_us",
+                "must be a non-negative number of microseconds".into(),
+            ))
+        }
+    };
+    if w.chakra_ranks.is_some_and(|n| n < 2) {
+        return Err(err("chakra_ranks", "must be at least 2".into()));
+    }
+    let opt = chakra::Options {
+        ranks: w.chakra_ranks,
+        skip_unknown: w.chakra_skip_unknown.unwrap_or(false),
+        algorithms: w.chakra_algorithms.clone().unwrap_or_default(),
+        payload_bytes: file.packet.payload_bytes,
+    };
+    let files = chakra::files(&path)?;
+    let ranks = chakra::rank_count(&files, &opt, &path.display().to_string())?;
+    let gpus = w.gpus_per_host.unwrap_or(1);
+    if gpus == 0 {
+        return Err(err("gpus_per_host", "must be at least 1".into()));
+    }
+    let placement = w.placement.unwrap_or(Placement::Linear);
+    let first = w.first_host.unwrap_or(0);
+    if w.first_host.is_some() && placement != Placement::Linear {
+        return Err(err(
+            "first_host",
+            "applies only to placement `linear`".into(),
+        ));
+    }
+    if first >= topo.hosts {
+        return Err(err(
+            "first_host",
+            format!(
+                "host {first} does not exist: the topology has {} hosts",
+                topo.hosts
+            ),
+        ));
+    }
+    let key = if w.chakra_ranks.is_some() {
+        "chakra_ranks"
+    } else {
+        "path"
+    };
+    let hosts = collective::place(topo, placement, ranks, gpus, first, file.seed, 0)
+        .map_err(|m| err(key, m))?;
+    chakra::replay(&files, &hosts, start, &opt)
 }
 
 /// The workload counted in series (the latest start, every trigger delay, and all data at the
@@ -244,6 +410,18 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
     let extra: &[&str] = match kind {
         WorkloadKind::Permutation => return vec!["start_us"],
         WorkloadKind::ConnectionMatrix => return vec!["path"],
+        WorkloadKind::Chakra => {
+            return vec![
+                "path",
+                "gpus_per_host",
+                "placement",
+                "first_host",
+                "start_us",
+                "chakra_ranks",
+                "chakra_skip_unknown",
+                "chakra_algorithms",
+            ]
+        }
         // One group whose size is the fan-in.
         WorkloadKind::Incast | WorkloadKind::Outcast => return [&["fan_in"], PLACE].concat(),
         WorkloadKind::AllToAll => &["all_to_all_algorithm"],
@@ -295,6 +473,7 @@ const ALL_KINDS: &[WorkloadKind] = &[
     WorkloadKind::Fsdp,
     WorkloadKind::Incast,
     WorkloadKind::Outcast,
+    WorkloadKind::Chakra,
 ];
 
 type Resolved = (Vec<u32>, JobWork, u32, u32, SimTime);
