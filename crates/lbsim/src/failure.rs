@@ -66,6 +66,24 @@ pub struct FailureSpec {
     pub p_bad_to_good: Option<f64>,
 }
 
+impl FailureSpec {
+    /// Link `link` down from time zero, never recovering (a trace's failure lines).
+    pub fn down_from_start(link: String) -> FailureSpec {
+        FailureSpec {
+            kind: FailureKind::Down,
+            link: Some(link),
+            random_fraction: None,
+            at_us: 0.0,
+            recover_at_us: None,
+            rate_fraction: None,
+            loss_good: None,
+            loss_bad: None,
+            p_good_to_bad: None,
+            p_bad_to_good: None,
+        }
+    }
+}
+
 /// `[failure]`: routing's reaction.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -510,15 +528,7 @@ mod tests {
     fn spec(kind: FailureKind) -> FailureSpec {
         FailureSpec {
             kind,
-            link: Some("tor:0-agg:1".into()),
-            random_fraction: None,
-            at_us: 0.0,
-            recover_at_us: None,
-            rate_fraction: None,
-            loss_good: None,
-            loss_bad: None,
-            p_good_to_bad: None,
-            p_bad_to_good: None,
+            ..FailureSpec::down_from_start("tor:0-agg:1".into())
         }
     }
 

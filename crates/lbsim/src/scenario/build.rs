@@ -246,18 +246,7 @@ impl Scenario {
         )?;
         // A connection matrix's failure lines join `[[failures]]`: down from the start.
         let mut specs = file.failures.clone();
-        specs.extend(failed_links.into_iter().map(|l| FailureSpec {
-            kind: failure::FailureKind::Down,
-            link: Some(l),
-            random_fraction: None,
-            at_us: 0.0,
-            recover_at_us: None,
-            rate_fraction: None,
-            loss_good: None,
-            loss_bad: None,
-            p_good_to_bad: None,
-            p_bad_to_good: None,
-        }));
+        specs.extend(failed_links.into_iter().map(FailureSpec::down_from_start));
         let failures = failure::resolve(&specs, &topology, file.seed, origin)?;
         // Each failure schedules up to three fabric changes (fail, recover, converge).
         check(

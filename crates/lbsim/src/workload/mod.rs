@@ -322,23 +322,7 @@ fn chakra_replay(
     if gpus == 0 {
         return Err(err("gpus_per_host", "must be at least 1".into()));
     }
-    let placement = w.placement.unwrap_or(Placement::Linear);
-    let first = w.first_host.unwrap_or(0);
-    if w.first_host.is_some() && placement != Placement::Linear {
-        return Err(err(
-            "first_host",
-            "applies only to placement `linear`".into(),
-        ));
-    }
-    if first >= topo.hosts {
-        return Err(err(
-            "first_host",
-            format!(
-                "host {first} does not exist: the topology has {} hosts",
-                topo.hosts
-            ),
-        ));
-    }
+    let (placement, first) = placement_and_first_host(w, topo).map_err(|(k, m)| err(k, m))?;
     let key = if w.chakra_ranks.is_some() {
         "chakra_ranks"
     } else {
@@ -538,24 +522,7 @@ fn resolve(
     if groups == 0 {
         return Err(err("groups", "must be at least 1".into()));
     }
-    let first = w.first_host.unwrap_or(0);
-    let placement = w.placement.unwrap_or(Placement::Linear);
-    if w.first_host.is_some() && placement != Placement::Linear {
-        return Err(err(
-            "first_host",
-            "applies only to placement `linear`".into(),
-        ));
-    }
-    if first >= topo.hosts {
-        return Err(err(
-            "first_host",
-            format!(
-                "host {first} does not exist: the topology has {} hosts (0 to {})",
-                topo.hosts,
-                topo.hosts - 1
-            ),
-        ));
-    }
+    let (placement, first) = placement_and_first_host(w, topo).map_err(|(k, m)| err(k, m))?;
     let avail = topo.hosts - first;
     let capacity = avail as u64 * gpus as u64;
     // What the ranks can be placed on, for messages: "16 hosts x 1 GPUs = 16 ranks".
@@ -759,6 +726,30 @@ pub fn all_to_all(hosts: u32, size: u64) -> Vec<FlowSpec> {
         }
     }
     v
+}
+
+/// `placement` and `first_host` as collectives and traces read them: the first host only with
+/// linear placement, and a host the topology has. An error is (key, message).
+fn placement_and_first_host(
+    w: &WorkloadConfig,
+    topo: &Topology,
+) -> Result<(Placement, u32), (&'static str, String)> {
+    let first = w.first_host.unwrap_or(0);
+    let placement = w.placement.unwrap_or(Placement::Linear);
+    if w.first_host.is_some() && placement != Placement::Linear {
+        return Err(("first_host", "applies only to placement `linear`".into()));
+    }
+    if first >= topo.hosts {
+        return Err((
+            "first_host",
+            format!(
+                "host {first} does not exist: the topology has {} hosts (0 to {})",
+                topo.hosts,
+                topo.hosts - 1
+            ),
+        ));
+    }
+    Ok((placement, first))
 }
 
 #[cfg(test)]
