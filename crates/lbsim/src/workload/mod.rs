@@ -297,16 +297,12 @@ fn chakra_replay(
         (Some(dir), true) => dir.join(path),
         _ => path.clone(),
     };
-    let start = match w.start_us {
-        None => SimTime::ZERO,
-        Some(us) if us.is_finite() && (0.0..1e12).contains(&us) => SimTime::from_us_f64(us),
-        Some(_) => {
-            return Err(err(
-                "start_us",
-                "must be a non-negative number of microseconds".into(),
-            ))
-        }
-    };
+    let start = start_time(w.start_us).ok_or_else(|| {
+        err(
+            "start_us",
+            "must be a non-negative number of microseconds".into(),
+        )
+    })?;
     if w.chakra_ranks.is_some_and(|n| n < 2) {
         return Err(err("chakra_ranks", "must be at least 2".into()));
     }
@@ -478,16 +474,12 @@ fn resolve(
         key: format!("{prefix}.{key}"),
         msg,
     };
-    let start = match w.start_us {
-        None => SimTime::ZERO,
-        Some(us) if us.is_finite() && (0.0..1e12).contains(&us) => SimTime::from_us_f64(us),
-        Some(_) => {
-            return Err(err(
-                "start_us",
-                "must be a non-negative number of microseconds".into(),
-            ))
-        }
-    };
+    let start = start_time(w.start_us).ok_or_else(|| {
+        err(
+            "start_us",
+            "must be a non-negative number of microseconds".into(),
+        )
+    })?;
     let iterations = w.iterations.unwrap_or(1);
     if iterations == 0 {
         return Err(err("iterations", "must be at least 1".into()));
@@ -750,6 +742,16 @@ fn placement_and_first_host(
         ));
     }
     Ok((placement, first))
+}
+
+/// `start_us` as a time (absent: zero); None when it is not a non-negative finite number below
+/// 10^12 us.
+fn start_time(us: Option<f64>) -> Option<SimTime> {
+    match us {
+        None => Some(SimTime::ZERO),
+        Some(us) if us.is_finite() && (0.0..1e12).contains(&us) => Some(SimTime::from_us_f64(us)),
+        Some(_) => None,
+    }
 }
 
 #[cfg(test)]
