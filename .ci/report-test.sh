@@ -48,7 +48,7 @@ fi
 grep -q 'data-report-ready="1"' "$OUT/report.dom.html" || { echo "report script did not run" >&2; exit 1; }
 [ "$(stat -c %s "$OUT/report.png")" -gt 20000 ] || { echo "screenshot missing or blank" >&2; exit 1; }
 missing=0
-for id in lbsim-version findings \
+for id in lbsim-version findings finding-1 finding-5 finding-8 finding-10 \
   fig-cct-01-failure-free-permutation fig-cct-01-failure-free-all-to-all \
   fig-fct-01-failure-free-permutation-0 fig-fct-01-failure-free-all-to-all-0 \
   fig-queue-02-queue-scaling-permutation-0 table-slopes-02-queue-scaling-permutation-0 \
@@ -62,4 +62,9 @@ for id in lbsim-version findings \
   fi
 done
 [ "$missing" -eq 0 ]
+# Findings are a table with a verdict badge per row, and every figure says what to read from it.
+[ "$(grep -o 'class="badge ' "$OUT/report.dom.html" | wc -l)" -eq 10 ] || { echo "findings table: expected 10 verdict badges" >&2; exit 1; }
+figs=$(grep -o '<figure id=' "$OUT/report.dom.html" | wc -l)
+reads=$(grep -o '<span class="read">[^<]' "$OUT/report.dom.html" | wc -l)
+[ "$figs" -eq "$reads" ] || { echo "$figs figures but $reads captions" >&2; exit 1; }
 echo "report-test: paper --scale small in ${t_paper} s; report rendered ($(stat -c %s "$OUT/report.png") B screenshot at $OUT/report.png), no console messages, all figures present"

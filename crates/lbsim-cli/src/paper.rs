@@ -211,8 +211,13 @@ pub fn main(a: PaperArgs) -> Result<()> {
             s.ran, s.skipped, s.seconds
         );
     }
-    let findings = findings(&a.out, &a.scale)?;
+    let fs = findings(&a.out)?;
+    let findings = findings_markdown(&a.scale, &fs);
     write_atomic(&a.out.join("findings.md"), findings.as_bytes())?;
+    write_atomic(
+        &a.out.join("findings.json"),
+        serde_json::to_string_pretty(&fs)?.as_bytes(),
+    )?;
     let html = report::render(&a.out)?;
     write_atomic(&a.out.join("report.html"), html.as_bytes())?;
     print!("{findings}");
@@ -253,7 +258,89 @@ fn verdict(ok: Option<bool>) -> &'static str {
     }
 }
 
-fn findings(out: &Path, scale: &str) -> Result<String> {
+/// One of the study's findings as lbsim measured it: what findings.md tabulates and the report
+/// shows as a table with a verdict badge (findings.json).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Finding {
+    pub n: u32,
+    pub claim: String,
+    /// The study's figure (or its qualitative claim when the notes give no number).
+    pub study: String,
+    /// lbsim's figure, one line.
+    pub lbsim: String,
+    /// AGREES, DISAGREES, PARTIAL, NOT RUN or INCONCLUSIVE.
+    pub verdict: String,
+    /// The sweep that measured it (empty: none).
+    pub sweep: String,
+    /// The report figure's element id (empty: none).
+    pub figure: String,
+    /// The measured figures behind the verdict, a line each.
+    pub details: Vec<String>,
+}
+
+/// findings.md: the table, then each finding with its figures (lines `N. claim: VERDICT`).
+pub fn findings_markdown(scale: &str, fs: &[Finding]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# lbsim against the study's findings (scale {scale}; CCT/bound = mean over seeds)\n"
+    );
+    o.push_str("| # | claim | the study | lbsim | verdict | sweep, figure |\n");
+    o.push_str("|---|---|---|---|---|---|\n");
+    let cell = |s: &str| s.replace('|', "/");
+    for f in fs {
+        let at = match (f.sweep.is_empty(), f.figure.is_empty()) {
+            (true, _) => "-".to_string(),
+            (false, true) => f.sweep.clone(),
+            (false, false) => format!("{}, report.html#{}", f.sweep, f.figure),
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            f.n,
+            cell(&f.claim),
+            cell(&f.study),
+            cell(&f.lbsim),
+            f.verdict,
+            at
+        );
+    }
+    o.push('\n');
+    for f in fs {
+        let _ = writeln!(o, "{}. {}: {}", f.n, f.claim, f.verdict);
+        for d in &f.details {
+            let _ = writeln!(o, "   {d}");
+        }
+        o.push('\n');
+    }
+    o.push_str("Failure-rate sweep (04-failure-rate): see the report's failure figures.\n");
+    o
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finding(
+    n: u32,
+    claim: &str,
+    study: &str,
+    lbsim: String,
+    verdict: &str,
+    sweep: &str,
+    figure: &str,
+    details: Vec<String>,
+) -> Finding {
+    Finding {
+        n,
+        claim: claim.into(),
+        study: study.into(),
+        lbsim,
+        verdict: verdict.into(),
+        sweep: sweep.into(),
+        figure: figure.into(),
+        details,
+    }
+}
+
+fn findings(out: &Path) -> Result<Vec<Finding>> {
     let load = |n: &str| SweepData::load(&out.join(n));
     let ff = load("01-failure-free")?;
     let qs = load("02-queue-scaling")?;
@@ -261,11 +348,7 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
     let buf = load("05-buffer")?;
     let msg = load("06-message-size")?;
     let pay = load("07-payload")?;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# lbsim against the study's findings (scale {scale}; CCT/bound = mean over seeds)\n"
-    );
+    let mut fs = Vec::new();
 
     // 1 and 2: failure-free.
     let gran = |name: &str| {
@@ -274,9 +357,11 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
             .unwrap_or("?")
     };
     let mut ok1 = Some(true);
-    let mut lines1 = String::new();
+    let mut lines1 = Vec::new();
+    let mut short1 = Vec::new();
     let mut ok2 = Some(true);
-    let mut lines2 = String::new();
+    let mut lines2 = Vec::new();
+    let mut short2 = Vec::new();
     for w in ["permutation", "all_to_all"] {
         let schemes = first_schemes(&ff);
         let best = |packet: bool| {
@@ -294,11 +379,11 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
                 if p.0 >= c.0 {
                     ok1 = Some(false);
                 }
-                let _ = writeln!(
-                    lines1,
-                    "   {w}: best packet scheme {} {:.3}; best flow/flowlet/subflow scheme {} {:.3}",
+                lines1.push(format!(
+                    "{w}: best packet scheme {} {:.3}; best flow/flowlet/subflow scheme {} {:.3}",
                     p.1, p.0, c.1, c.0
-                );
+                ));
+                short1.push(format!("{w}: {} {:.3} vs {} {:.3}", p.1, p.0, c.1, c.0));
             }
             _ => ok1 = None,
         }
@@ -314,25 +399,35 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
                 if rel > 0.05 {
                     ok2 = Some(false);
                 }
-                let _ = writeln!(
-                    lines2,
-                    "   {w}: host_spray {h:.3}, switch_rr {s:.3} (differ by {:.1}%; alike = within 5%)",
+                lines2.push(format!(
+                    "{w}: host_spray {h:.3}, switch_rr {s:.3} (differ by {:.1}%; alike = within 5%)",
                     rel * 100.0
-                );
+                ));
+                short2.push(format!("{w}: {h:.3} vs {s:.3}"));
             }
             _ => ok2 = None,
         }
     }
-    let _ = writeln!(
-        o,
-        "1. Finer granularity wins (packet schemes beat flow, flowlet, subflow): {}\n{lines1}",
-        verdict(ok1)
-    );
-    let _ = writeln!(
-        o,
-        "2. Failure-free, host and switch spraying perform alike: {}\n{lines2}",
-        verdict(ok2)
-    );
+    fs.push(finding(
+        1,
+        "Finer granularity wins (packet schemes beat flow, flowlet, subflow)",
+        "packet schemes within about 1% of the bound in all-to-all; v1 permutation: host spray 1.25, ECMP 5.60",
+        format!("best packet vs best coarser scheme: {}", short1.join("; ")),
+        verdict(ok1),
+        "01-failure-free",
+        "fig-cct-01-failure-free-permutation",
+        lines1,
+    ));
+    fs.push(finding(
+        2,
+        "Failure-free, host and switch spraying perform alike",
+        "v1, 2 MiB: all-to-all 1.06 vs 1.06; permutation 1.25 vs 1.22",
+        format!("host_spray vs switch_rr: {}", short2.join("; ")),
+        verdict(ok2),
+        "01-failure-free",
+        "fig-cct-01-failure-free-all-to-all",
+        lines2,
+    ));
 
     // 3: G sweep, REPS (host adaptive) against switch_ar (switch adaptive).
     let gs = fg
@@ -340,7 +435,7 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
         .map(|k| fg.values_of(k))
         .unwrap_or_default();
     let mut gaps = Vec::new();
-    let mut lines3 = String::new();
+    let mut lines3 = Vec::new();
     for g in &gs {
         let at = |sch: &str| {
             mean(&fg, |r| {
@@ -353,13 +448,12 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
         } else {
             g.as_str()
         };
-        let _ = writeln!(
-            lines3,
-            "   G = {label}: reps {}, switch_ar {}, host_spray {}",
+        lines3.push(format!(
+            "G = {label}: reps {}, switch_ar {}, host_spray {}",
             f3(reps),
             f3(ar),
             f3(spray)
-        );
+        ));
         if let (Some(r), Some(a)) = (reps, ar) {
             gaps.push((a - r) / r);
         }
@@ -370,12 +464,22 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
     } else {
         None
     };
-    let _ = writeln!(
-        o,
-        "3. With slow routing convergence host adaptive spraying (reps) beats switch adaptive (switch_ar); the gap grows with G and vanishes at G = 0: {}\n{lines3}   switch_ar over reps: {}",
+    let gap_text = gaps
+        .iter()
+        .map(|g| format!("{:+.1}%", g * 100.0))
+        .collect::<Vec<_>>()
+        .join(" -> ");
+    lines3.push(format!("switch_ar over reps: {gap_text}"));
+    fs.push(finding(
+        3,
+        "With slow routing convergence host adaptive spraying (reps) beats switch adaptive (switch_ar); the gap grows with G and vanishes at G = 0",
+        "REPS dominates as G grows; alike at G = 0 (no figure in the notes)",
+        format!("switch_ar over reps by G: {gap_text}"),
         verdict(ok3),
-        gaps.iter().map(|g| format!("{:+.1}%", g * 100.0)).collect::<Vec<_>>().join(" -> ")
-    );
+        "03-failure-g",
+        "fig-failure-03-failure-g-failure-convergence-us-permutation",
+        lines3,
+    ));
 
     // 4: queue-scaling slopes.
     let runs: Vec<&crate::sweep::RunRecord> = qs.runs.iter().collect();
@@ -393,10 +497,14 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
         ("host_dr", 0.0),
         ("ofan", 0.0),
     ];
-    let mut lines4 = String::new();
-    for (n, e) in expect {
-        let _ = writeln!(lines4, "   {n}: slope {} (study: {e})", f3(slope(n)));
-    }
+    let mut lines4: Vec<String> = expect
+        .iter()
+        .map(|(n, e)| format!("{n}: slope {} (study: {e})", f3(slope(n))))
+        .collect();
+    lines4.push(
+        "(slopes approach the study's values only for m well above the path's bandwidth-delay product)"
+            .into(),
+    );
     let tier = |ns: &[&str]| -> Option<(f64, f64)> {
         let v: Option<Vec<f64>> = ns.iter().map(|n| slope(n)).collect();
         let v = v?;
@@ -413,11 +521,24 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
         (Some(lin), Some(sqrt), Some(flat)) => Some(lin.0 > sqrt.1 && sqrt.0 > flat.1),
         _ => None,
     };
-    let _ = writeln!(
-        o,
-        "4. Queue growth with message length: Theta(m) for plain RR and JSQ > Theta(sqrt m) for random and spraying > Theta(1) for host_dr and ofan (judged on the ordering of the fitted slopes): {}\n{lines4}   (slopes approach the study's values only for m well above the path's bandwidth-delay product)",
-        verdict(ok4)
-    );
+    fs.push(finding(
+        4,
+        "Queue growth with message length: Theta(m) for plain RR and JSQ > Theta(sqrt m) for random and spraying > Theta(1) for host_dr and ofan (judged on the ordering of the fitted slopes)",
+        "slopes 1 (RR, JSQ), 1/2 (random, spraying), 0 (Host DR, Ofan)",
+        format!(
+            "slopes: rr_simple {}, jsq {}, random {}, host_spray {}, host_dr {}, ofan {}",
+            f3(slope("switch_rr_simple")),
+            f3(slope("switch_jsq")),
+            f3(slope("switch_random")),
+            f3(slope("host_spray")),
+            f3(slope("host_dr")),
+            f3(slope("ofan"))
+        ),
+        verdict(ok4),
+        "02-queue-scaling",
+        "fig-queue-02-queue-scaling-permutation-0",
+        lines4,
+    ));
 
     // 5: host_dr weak for small messages.
     let msizes = msg
@@ -439,22 +560,39 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
         (Some(d), Some(f), Some(h)) => Some(d > f && d > h),
         _ => None,
     };
-    let _ = writeln!(
-        o,
-        "5. Host DR is weak for small messages ({small_m} B): {}\n   host_dr {}, ofan {}, host_spray {}\n   (Ofan's edge growing with host count needs runs at several scales: not measured here)\n",
-        verdict(ok5),
-        f3(dr),
-        f3(of),
-        f3(hs)
-    );
+    fs.push(finding(
+        5,
+        &format!(
+            "Host DR is weak for small messages ({small_m} B); Ofan's edge grows with host count"
+        ),
+        "Host DR weak at 32 KB; Ofan's edge over the other packet schemes grows with host count",
+        format!(
+            "at {small_m} B: host_dr {}, ofan {}, host_spray {}",
+            f3(dr),
+            f3(of),
+            f3(hs)
+        ),
+        match ok5 {
+            Some(true) => "PARTIAL",
+            o => verdict(o),
+        },
+        "06-message-size",
+        "fig-cct-06-message-size-permutation",
+        vec![
+            format!("host_dr {}, ofan {}, host_spray {}", f3(dr), f3(of), f3(hs)),
+            "(Ofan's edge growing with host count needs runs at several scales: not measured here)"
+                .into(),
+        ],
+    ));
 
     // 6: small buffer, switch adaptive against host adaptive.
     let bsizes = buf
         .key("topology.buffer_bytes")
         .map(|k| buf.values_of(k))
         .unwrap_or_default();
-    let mut lines6 = String::new();
+    let mut lines6 = Vec::new();
     let mut ok6 = None;
+    let mut short6 = String::new();
     for (i, b) in bsizes.iter().enumerate() {
         let at = |sch: &str| {
             mean(&buf, |r| {
@@ -462,21 +600,26 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
             })
         };
         let (ar, reps) = (at("switch_ar"), at("reps"));
-        let _ = writeln!(
-            lines6,
-            "   buffer {b} B: switch_ar {}, reps {}",
+        lines6.push(format!(
+            "buffer {b} B: switch_ar {}, reps {}",
             f3(ar),
             f3(reps)
-        );
+        ));
         if i == 0 {
             ok6 = ar.zip(reps).map(|(a, r)| a < r);
+            short6 = format!("at {b} B: switch_ar {}, reps {}", f3(ar), f3(reps));
         }
     }
-    let _ = writeln!(
-        o,
-        "6. With a small buffer (about 20 packets) switch adaptive spraying can beat host adaptive in permutation (judged at the smallest buffer): {}\n{lines6}",
-        verdict(ok6)
-    );
+    fs.push(finding(
+        6,
+        "With a small buffer (about 20 packets) switch adaptive spraying can beat host adaptive in permutation (judged at the smallest buffer)",
+        "20-packet buffers: switch adaptive below REPS on permutation",
+        short6,
+        verdict(ok6),
+        "05-buffer",
+        "fig-cct-05-buffer-permutation",
+        lines6,
+    ));
 
     // 7: larger messages shrink the gaps between schemes.
     let mut spreads = Vec::new();
@@ -492,40 +635,58 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
     }
     let ok7 = (spreads.len() >= 2 && spreads.len() == msizes.len())
         .then(|| spreads[spreads.len() - 1].1 < spreads[0].1);
-    let _ = writeln!(
-        o,
-        "7. Larger messages shrink the gaps between packet schemes (max - min CCT/bound): {}\n   {}\n",
+    let spread_text = spreads
+        .iter()
+        .map(|(m, s)| format!("{m} B: {s:.3}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let reps_by_m = msizes
+        .iter()
+        .map(|m| format!("{m} B: {}", f3(at_m("reps", m))))
+        .collect::<Vec<_>>()
+        .join(", ");
+    fs.push(finding(
+        7,
+        "Larger messages shrink the gaps between packet schemes (max - min CCT/bound)",
+        "gaps shrink with message size; REPS worsens for very large messages (freezing)",
+        format!("spread {spread_text}"),
         verdict(ok7),
-        spreads
-            .iter()
-            .map(|(m, s)| format!("{m} B: {s:.3}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    o.push_str(&payload_finding(&pay));
-    o.push_str(
-        "9. Under MSwift congestion control: not run by `paper`; `lbsim sweep \
-         sweeps/transport-permutation.toml` and `sweeps/transport-all-to-all.toml` measure it. \
-         The 128-host 2 MiB all-to-all with SACK, with the tail-loss probe and the timer fixes: \
-         host_spray 1.567, ofan 1.634 (1.897 and 1.745 before, with 9,246 and 12,988 timeouts; \
-         now 0 and 2): no longer stalled, but not the study's near-bound figures; what remains \
-         is MSwift's window dynamics with 127 flows per host, not loss recovery.\n",
-    );
-    o.push_str(
-        "10. Llama-3 405B, 1,024 GPUs (128 servers x 8), Ofan's CCT increase about 52x smaller than \
-         the baseline's: not run by `paper` (one layer is 261,888 flows, 2 to 9 minutes and \
-         about 180 MB per scheme on one core; `lbsim run scenarios/llama3-405b-fsdp.toml \
-         --set workload.placement=random`). Measured once: ECMP 1.6417, Ofan 1.0439, a 15x \
-         smaller increase. The study's public simulator fork (smcclure20/csg-htsim, last commit \
-         January 2026) has no Llama or FSDP generator; its ring all-reduce generator \
-         (gen_allreduce.py) shuffles the hosts (random placement) unless asked for locality, so \
-         random placement is the likely setting. The baseline is not stated in the notes; with \
-         ECMP as baseline, 52x would need Ofan at about 1.012. Unresolved: the study's \
-         baseline, its per-layer sizes and compute time, and whether its rings chain steps on \
-         send completion (the fork's send_done_trigger) rather than on receipt as lbsim does.\n",
-    );
-    o.push_str("Failure-rate sweep (04-failure-rate): see the report's failure figures.\n");
-    Ok(o)
+        "06-message-size",
+        "fig-cct-06-message-size-permutation",
+        vec![
+            spread_text.clone(),
+            format!("reps by message size: {reps_by_m}"),
+        ],
+    ));
+    fs.push(payload_finding(&pay));
+    fs.push(finding(
+        9,
+        "Under MSwift congestion control the adaptive schemes lose about 10% on long messages; Ofan barely slows",
+        "adaptive schemes about +10% CCT on long messages; Ofan barely slows",
+        "128-host 2 MiB all-to-all, SACK + tail-loss probe: host_spray 1.567, ofan 1.634".into(),
+        "NOT RUN",
+        "",
+        "",
+        vec![
+            "not run by `paper`; `lbsim sweep sweeps/transport-permutation.toml` and `sweeps/transport-all-to-all.toml` measure it.".into(),
+            "The 128-host 2 MiB all-to-all with SACK, with the tail-loss probe and the timer fixes: host_spray 1.567, ofan 1.634 (1.897 and 1.745 before, with 9,246 and 12,988 timeouts; now 0 and 2): no longer stalled, but not the study's near-bound figures; what remains is MSwift's window dynamics with 127 flows per host, not loss recovery.".into(),
+        ],
+    ));
+    fs.push(finding(
+        10,
+        "Llama-3 405B, 1,024 GPUs (128 servers x 8): Ofan's CCT increase about 52x smaller than the baseline's",
+        "about 52x smaller increase than the baseline",
+        "ECMP 1.6417, Ofan 1.0439 (random placement): a 15x smaller increase".into(),
+        "NOT RUN",
+        "",
+        "",
+        vec![
+            "not run by `paper` (one layer is 261,888 flows, 2 to 9 minutes and about 180 MB per scheme on one core; `lbsim run scenarios/llama3-405b-fsdp.toml --set workload.placement=random`). Measured once: ECMP 1.6417, Ofan 1.0439, a 15x smaller increase.".into(),
+            "The study's public simulator fork (smcclure20/csg-htsim, last commit January 2026) has no Llama or FSDP generator; its ring all-reduce generator (gen_allreduce.py) shuffles the hosts (random placement) unless asked for locality, so random placement is the likely setting. The baseline is not stated in the notes; with ECMP as baseline, 52x would need Ofan at about 1.012.".into(),
+            "Unresolved: the study's baseline, its per-layer sizes and compute time, and whether its rings chain steps on send completion (the fork's send_done_trigger) rather than on receipt as lbsim does.".into(),
+        ],
+    ));
+    Ok(fs)
 }
 
 /// Finding 8: the study's optimum payload P - H = sqrt(H x D / alpha) against the payload sweep.
@@ -538,10 +699,20 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
 /// `workload.message_bytes` (a permutation host sends one message), alpha = the path's links
 /// after the first (5 across pods; the bound's store-and-forward tail), not counting the
 /// queue's packet or two, which would lower p by sqrt(5 / (5 + q)).
-fn payload_finding(pay: &SweepData) -> String {
-    let mut o = String::new();
+fn payload_finding(pay: &SweepData) -> Finding {
+    let claim = "Best payload for O(1)-queue schemes is P - H = sqrt(H D / alpha)";
+    let study = "P - H = sqrt(H D / alpha)";
     let Some(pk) = pay.key("packet.payload_bytes") else {
-        return "8. Best payload for O(1)-queue schemes: INCONCLUSIVE (missing data)\n".into();
+        return finding(
+            8,
+            claim,
+            study,
+            "n/a".into(),
+            verdict(None),
+            "07-payload",
+            "",
+            vec![],
+        );
     };
     let payloads: Vec<f64> = pay
         .values_of(pk)
@@ -558,7 +729,10 @@ fn payload_finding(pay: &SweepData) -> String {
     let alpha = (lbsim::config::defaults::MAX_PATH_LINKS - 1) as f64;
     let formula = (h * d / alpha).sqrt();
     let mut ok = Some(true);
-    let mut lines = String::new();
+    let mut lines = vec![format!(
+        "sqrt({h:.0} x {d:.0} / {alpha:.0}) = {formula:.0} B (H header bytes, D bytes a host sends, alpha whole-packet serializations the last packet pays: the path's links after the first), judged by whether it lies between the sweep's neighbours of the measured optimum"
+    )];
+    let mut short = Vec::new();
     for sch in PAYLOAD_SCHEMES {
         // Mean CCT (us) per payload over seeds.
         let pts: Vec<(f64, f64)> = payloads
@@ -591,23 +765,27 @@ fn payload_finding(pay: &SweepData) -> String {
         if !(lo <= formula && formula <= hi) {
             ok = ok.map(|_| false);
         }
-        let _ = writeln!(
-            lines,
-            "   {sch}: CCT (us) by payload: {}; lowest at {} B (fit a + b/p + c p: optimum {})",
+        lines.push(format!(
+            "{sch}: CCT (us) by payload: {}; lowest at {} B (fit a + b/p + c p: optimum {})",
             pts.iter()
                 .map(|(p, c)| format!("{p:.0}: {c:.3}"))
                 .collect::<Vec<_>>()
                 .join(", "),
             pts[best].0,
             fitted.map_or("n/a".into(), |x| format!("{x:.0} B"))
-        );
+        ));
+        short.push(format!("{sch} lowest at {:.0} B", pts[best].0));
     }
-    let _ = writeln!(
-        o,
-        "8. Best payload for O(1)-queue schemes is P - H = sqrt(H D / alpha) = sqrt({h:.0} x {d:.0} / {alpha:.0}) = {formula:.0} B (H header bytes, D bytes a host sends, alpha whole-packet serializations the last packet pays: the path's links after the first), judged by whether it lies between the sweep's neighbours of the measured optimum: {}\n{lines}",
-        verdict(ok)
-    );
-    o
+    finding(
+        8,
+        claim,
+        study,
+        format!("formula {formula:.0} B; {}", short.join(", ")),
+        verdict(ok),
+        "07-payload",
+        "fig-cct-07-payload-permutation",
+        lines,
+    )
 }
 
 /// Least-squares fit of CCT = a + b / p + c p over the points; the fitted optimum sqrt(b / c).
@@ -657,7 +835,34 @@ fn first_schemes(s: &SweepData) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::fit_optimum;
+    use super::{finding, findings_markdown, fit_optimum};
+
+    #[test]
+    fn findings_are_a_table_then_one_numbered_block_each() {
+        let fs = vec![
+            finding(
+                1,
+                "a | b",
+                "1.06",
+                "1.07".into(),
+                "AGREES",
+                "01-x",
+                "fig-a",
+                vec!["detail".into()],
+            ),
+            finding(9, "c", "10%", "n/a".into(), "NOT RUN", "", "", vec![]),
+        ];
+        let md = findings_markdown("small", &fs);
+        assert!(md.contains("| 1 | a / b | 1.06 | 1.07 | AGREES | 01-x, report.html#fig-a |"));
+        assert!(md.contains("| 9 | c | 10% | n/a | NOT RUN | - |"));
+        assert!(md.contains("\n1. a | b: AGREES\n   detail\n"));
+        assert!(md.contains("\n9. c: NOT RUN\n"));
+        let html = crate::report::findings_html(&fs);
+        assert!(html.contains("id=\"finding-9\""));
+        assert!(html.contains("<span class=\"badge agrees\">AGREES</span>"));
+        assert!(html.contains("<span class=\"badge none\">NOT RUN</span>"));
+        assert!(html.contains("<a href=\"#fig-a\">01-x</a>"));
+    }
 
     #[test]
     fn the_payload_fit_recovers_the_optimum_of_an_exact_curve() {

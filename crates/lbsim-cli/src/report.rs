@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use lbsim::experiments::fit_loglog_slope;
+use lbsim::lb::Family;
 use lbsim::ScenarioFile;
 
 use crate::output::write_atomic;
@@ -154,13 +155,78 @@ fn slug(s: &str) -> String {
     o.trim_matches('-').to_string()
 }
 
-fn color(scheme: &str, order: &[String]) -> String {
-    let i = lbsim::lb::scheme_names()
+/// Shades per family (darkest first): a family shares a hue, so the study's groups read at a
+/// glance; a scheme's shade is its rank among the registry's schemes of its family.
+const FAMILY_SHADES: [&[&str]; 6] = [
+    &["#555555"],
+    &["#8c564b", "#c49c94"],
+    &["#a6a61c"],
+    &["#0b4f9c", "#2f7fd0", "#66a6e6", "#a3cbf2"],
+    &["#a63603", "#e6550d", "#fd8d3c", "#fdbe85"],
+    &["#1b7a3a", "#6cc46c"],
+];
+
+fn family_index(f: Family) -> usize {
+    Family::ALL.iter().position(|x| *x == f).unwrap_or(0)
+}
+
+pub fn color(scheme: &str, order: &[String]) -> String {
+    let Some(info) = lbsim::lb::scheme(scheme) else {
+        let i = order.iter().position(|s| s == scheme).unwrap_or(0);
+        return svg::PALETTE[i % svg::PALETTE.len()].to_string();
+    };
+    let shades = FAMILY_SHADES[family_index(info.family)];
+    let rank = lbsim::lb::scheme_names()
         .iter()
-        .position(|s| *s == scheme)
-        .or_else(|| order.iter().position(|s| s == scheme))
+        .filter(|n| lbsim::lb::scheme(n).map(|i| i.family) == Some(info.family))
+        .position(|n| *n == scheme)
         .unwrap_or(0);
-    svg::PALETTE[i % svg::PALETTE.len()].to_string()
+    shades[rank % shades.len()].to_string()
+}
+
+/// The study's family of a scheme (None for a name the registry does not know).
+pub fn family(scheme: &str) -> Option<Family> {
+    lbsim::lb::scheme(scheme).map(|i| i.family)
+}
+
+/// Schemes ordered by family (flow first, rotation last), keeping their order inside one.
+pub fn by_family(schemes: &[String]) -> Vec<String> {
+    let mut v = schemes.to_vec();
+    v.sort_by_key(|s| family(s).map_or(usize::MAX, family_index));
+    v
+}
+
+/// A legend of schemes under family headings.
+fn family_legend(o: &mut String, f: &Frame, schemes: &[String], label: &dyn Fn(&str) -> String) {
+    let mut y = f.y1() + 4.0;
+    let mut last: Option<Option<Family>> = None;
+    for sc in schemes {
+        let fam = family(sc);
+        if last != Some(fam) {
+            if last.is_some() {
+                y += 4.0;
+            }
+            let _ = write!(
+                o,
+                r##"<text x="{:.1}" y="{:.1}" font-weight="bold" fill="#444">{}</text>"##,
+                f.x1() + 12.0,
+                y + 9.0,
+                esc(fam.map_or("other", Family::name))
+            );
+            y += 15.0;
+            last = Some(fam);
+        }
+        let _ = write!(
+            o,
+            r#"<rect x="{:.1}" y="{y:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            f.x1() + 18.0,
+            color(sc, schemes),
+            f.x1() + 32.0,
+            y + 9.0,
+            esc(&label(sc))
+        );
+        y += 15.0;
+    }
 }
 
 /// The sweep directories under `dir` (itself, or its subdirectories with a sweep.json, by name).
@@ -193,11 +259,16 @@ pub fn render(dir: &Path) -> Result<String> {
     o.push_str("<title>lbsim report</title><style>");
     o.push_str("body{font-family:sans-serif;margin:1.5em;max-width:1300px;color:#222}");
     o.push_str("figure{margin:1em 0;display:inline-block;vertical-align:top}");
-    o.push_str("figcaption{font-weight:bold;margin-bottom:.3em}");
+    o.push_str("figcaption{font-weight:bold;margin-bottom:.3em;max-width:760px}");
+    o.push_str(
+        ".read{display:block;font-weight:normal;font-size:12px;color:#555;margin-top:.15em}",
+    );
     o.push_str("table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}");
     o.push_str(
         "th{background:#f3f3f3}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:12px;white-space:pre-wrap}",
     );
+    o.push_str("table.findings{font-size:13px;max-width:1250px}table.findings td,table.findings th{text-align:left;vertical-align:top}table.findings details{font-size:12px;color:#444}table.findings ul{margin:.2em 0;padding-left:1.2em}");
+    o.push_str(".badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:11px;font-weight:bold;color:#fff;white-space:nowrap}.agrees{background:#2e7d32}.disagrees{background:#c62828}.partial{background:#ef8f00}.none{background:#888}");
     o.push_str("section{border-top:2px solid #888;margin-top:2em}</style></head><body>\n");
     o.push_str("<h1>lbsim report</h1>\n");
     let versions: Vec<String> = {
@@ -212,12 +283,19 @@ pub fn render(dir: &Path) -> Result<String> {
         esc(&versions.join(", ")),
         esc(&dir.display().to_string())
     );
-    if let Ok(f) = std::fs::read_to_string(dir.join("findings.md")) {
-        let _ = writeln!(
-            o,
-            "<section id=\"findings\"><h2>Findings</h2><pre>{}</pre></section>",
-            esc(&f)
-        );
+    let structured = std::fs::read_to_string(dir.join("findings.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Vec<crate::paper::Finding>>(&t).ok());
+    match (structured, std::fs::read_to_string(dir.join("findings.md"))) {
+        (Some(fs), _) => o.push_str(&findings_html(&fs)),
+        (None, Ok(f)) => {
+            let _ = writeln!(
+                o,
+                "<section id=\"findings\"><h2>Findings</h2><pre>{}</pre></section>",
+                esc(&f)
+            );
+        }
+        _ => {}
     }
     o.push_str("<nav><ul>");
     for s in &sweeps {
@@ -238,6 +316,42 @@ pub fn render(dir: &Path) -> Result<String> {
     );
     o.push_str("</body></html>\n");
     Ok(o)
+}
+
+/// The study's findings as a table: claim, the study's figure, lbsim's, a verdict badge, the
+/// sweep and a link to the figure; the figures behind each verdict folded below.
+pub fn findings_html(fs: &[crate::paper::Finding]) -> String {
+    let mut o = String::new();
+    o.push_str("<section id=\"findings\"><h2>Findings</h2><table class=\"findings\"><tr><th>#</th><th>claim</th><th>the study</th><th>lbsim</th><th>verdict</th><th>measured by</th></tr>\n");
+    for f in fs {
+        let class = match f.verdict.split_whitespace().next().unwrap_or("") {
+            "AGREES" => "agrees",
+            "DISAGREES" => "disagrees",
+            "PARTIAL" => "partial",
+            _ => "none",
+        };
+        let at = if f.figure.is_empty() {
+            esc(if f.sweep.is_empty() { "-" } else { &f.sweep })
+        } else {
+            format!("<a href=\"#{}\">{}</a>", esc(&f.figure), esc(&f.sweep))
+        };
+        let _ = writeln!(
+            o,
+            "<tr id=\"finding-{}\"><td>{}</td><td>{}<details><summary>figures</summary><ul>{}</ul></details></td><td>{}</td><td>{}</td><td><span class=\"badge {class}\">{}</span></td><td>{at}</td></tr>",
+            f.n,
+            f.n,
+            esc(&f.claim),
+            f.details
+                .iter()
+                .map(|d| format!("<li>{}</li>", esc(d)))
+                .collect::<String>(),
+            esc(&f.study),
+            esc(&f.lbsim),
+            esc(&f.verdict),
+        );
+    }
+    o.push_str("</table></section>\n");
+    o
 }
 
 /// Groups runs by the given grid keys' values (in first-seen order) — the "other" dimensions.
@@ -388,13 +502,15 @@ fn grid_text(s: &SweepData) -> String {
         .join("; ")
 }
 
-fn figure_open(o: &mut String, id: &str, title: &str) {
+/// Opens a figure: its title, then one line on what to read from it.
+fn figure_open(o: &mut String, id: &str, title: &str, read: &str) {
     let _ = write!(
         o,
-        "<figure id=\"{}\" title=\"{}\"><figcaption>{}</figcaption>",
+        "<figure id=\"{}\" title=\"{}\"><figcaption>{}<span class=\"read\">{}</span></figcaption>",
         esc(id),
         esc(title),
-        esc(title)
+        esc(title),
+        esc(read)
     );
 }
 
@@ -407,11 +523,12 @@ fn cct_bars(
     others: &[usize],
     schemes: &[String],
 ) {
+    let schemes = by_family(schemes);
     let groups = partition(s, runs, others);
     // (group, scheme, mean, lo, hi, all finished)
     let mut bars: Vec<(usize, String, f64, f64, f64, bool)> = Vec::new();
     for (g, (_, group)) in groups.iter().enumerate() {
-        for sc in schemes {
+        for sc in &schemes {
             let vals: Vec<(f64, bool)> = group
                 .iter()
                 .filter(|r| text(r, "scheme") == *sc)
@@ -426,29 +543,39 @@ fn cct_bars(
     if bars.is_empty() {
         return;
     }
-    let per_group = schemes.len().max(1) as f64;
+    // Bars of one family touch; a small gap separates families, a larger one groups.
     let bw = 12.0;
-    let gw = per_group * bw + 14.0;
-    let mut f = Frame::new((groups.len() as f64 * gw + 360.0).max(520.0), 380.0);
-    f.bottom = 110.0;
+    let fam_gap = 5.0;
+    let mut offset = Vec::with_capacity(schemes.len());
+    let mut x = 0.0;
+    for (i, sc) in schemes.iter().enumerate() {
+        if i > 0 && family(sc) != family(&schemes[i - 1]) {
+            x += fam_gap;
+        }
+        offset.push(x);
+        x += bw;
+    }
+    let gw = x + 22.0;
+    let labelled = groups.len() > 1 || groups.iter().any(|(l, _)| !l.is_empty());
+    let mut f = Frame::new((groups.len() as f64 * gw + 300.0).max(520.0), 400.0);
+    f.bottom = if labelled { 44.0 } else { 16.0 };
     let y = Axis::linear(bars.iter().map(|b| b.4).chain(std::iter::once(1.0)), true);
     let title = format!("CCT over bound per scheme, {w} ({})", s.name);
-    figure_open(o, &format!("fig-cct-{id}-{}", slug(w)), &title);
+    figure_open(
+        o,
+        &format!("fig-cct-{id}-{}", slug(w)),
+        &title,
+        "Lower is better; the dashed line is the lower bound (1). Bars: mean over seeds, whiskers min to max; schemes grouped and coloured by family; hollow: some runs unfinished.",
+    );
     svg::open(o, &f, &title);
     svg::y_axis(o, &f, &y, "CCT / lower bound");
     let py1 = y.map(1.0, f.y0(), f.y1());
-    let _ = write!(
-        o,
-        r##"<line x1="{}" x2="{}" y1="{py1:.1}" y2="{py1:.1}" stroke="#000" stroke-dasharray="4 3"/>"##,
-        f.x0(),
-        f.x1()
-    );
-    let gx = |g: usize| f.x0() + 8.0 + g as f64 * gw;
+    let gx = |g: usize| f.x0() + 10.0 + g as f64 * gw;
     for (g, sc, m, lo, hi, done) in &bars {
-        let si = schemes.iter().position(|x| x == sc).unwrap_or(0) as f64;
-        let x = gx(*g) + si * bw;
+        let si = schemes.iter().position(|x| x == sc).unwrap_or(0);
+        let x = gx(*g) + offset[si];
         let (ym, y0) = (y.map(*m, f.y0(), f.y1()), f.y0());
-        let c = color(sc, schemes);
+        let c = color(sc, &schemes);
         let fill = if *done { c.clone() } else { "white".into() };
         let note = if *done {
             ""
@@ -458,7 +585,7 @@ fn cct_bars(
         let _ = write!(
             o,
             r#"<rect x="{x:.1}" y="{ym:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="{c}"><title>{}: mean {} (min {}, max {}){}</title></rect>"#,
-            bw - 2.0,
+            bw - 1.0,
             (y0 - ym).max(0.0),
             esc(sc),
             fmt(*m),
@@ -467,7 +594,7 @@ fn cct_bars(
             note
         );
         if hi > lo {
-            let cx = x + (bw - 2.0) / 2.0;
+            let cx = x + (bw - 1.0) / 2.0;
             let _ = write!(
                 o,
                 r##"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" stroke="#000"/>"##,
@@ -476,25 +603,24 @@ fn cct_bars(
             );
         }
     }
-    for (g, (label, _)) in groups.iter().enumerate() {
-        let cx = gx(g) + 2.0;
-        let ty = f.y0() + 14.0;
-        let l = if label.is_empty() {
-            "all"
-        } else {
-            label.as_str()
-        };
-        let _ = write!(
-            o,
-            r#"<text x="{cx:.1}" y="{ty:.1}" text-anchor="start" transform="rotate(20 {cx:.1} {ty:.1})">{}</text>"#,
-            esc(l)
-        );
+    let _ = write!(
+        o,
+        r##"<line x1="{}" x2="{}" y1="{py1:.1}" y2="{py1:.1}" stroke="#000" stroke-dasharray="4 3"/>"##,
+        f.x0(),
+        f.x1()
+    );
+    if labelled {
+        for (g, (label, _)) in groups.iter().enumerate() {
+            let cx = gx(g) + (gw - 22.0) / 2.0;
+            let _ = write!(
+                o,
+                r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                f.y0() + 16.0,
+                esc(label)
+            );
+        }
     }
-    let items: Vec<(String, String)> = schemes
-        .iter()
-        .map(|sc| (color(sc, schemes), sc.clone()))
-        .collect();
-    svg::legend(o, &f, &items);
+    family_legend(o, &f, &schemes, &|sc| sc.to_string());
     o.push_str("</svg></figure>\n");
 }
 
@@ -507,6 +633,7 @@ fn fct_cdf(
     group: &[&RunRecord],
     schemes: &[String],
 ) {
+    let schemes = &by_family(schemes);
     let mut curves: Vec<(String, Vec<f64>)> = Vec::new();
     for sc in schemes {
         let mut v: Vec<f64> = group
@@ -539,7 +666,12 @@ fn fct_cdf(
         "FCT CDF, {w}{where_} ({}; finished flows, all seeds)",
         s.name
     );
-    figure_open(o, fid, &title);
+    figure_open(
+        o,
+        fid,
+        &title,
+        "The fraction of flows finished by each time: further left and steeper is better; the collective ends with its last flow, so the right tail is what costs.",
+    );
     svg::open(o, &f, &title);
     svg::y_axis(o, &f, &y, "fraction of flows");
     svg::x_axis(o, &f, &x, "flow completion time (us)");
@@ -563,11 +695,12 @@ fn fct_cdf(
             esc(sc)
         );
     }
-    let items: Vec<(String, String)> = curves
-        .iter()
-        .map(|(sc, v)| (color(sc, schemes), format!("{sc} ({} flows)", v.len())))
-        .collect();
-    svg::legend(o, &f, &items);
+    let names: Vec<String> = curves.iter().map(|c| c.0.clone()).collect();
+    let label = |sc: &str| {
+        let n = curves.iter().find(|c| c.0 == sc).map_or(0, |c| c.1.len());
+        format!("{sc} ({n} flows)")
+    };
+    family_legend(o, &f, &names, &label);
     o.push_str("</svg></figure>\n");
 }
 
@@ -631,6 +764,7 @@ fn queue_scaling(
     mk: usize,
     schemes: &[String],
 ) {
+    let schemes = &by_family(schemes);
     let curves = queue_curves(s, group, mk, schemes);
     if curves.is_empty() {
         return;
@@ -647,7 +781,12 @@ fn queue_scaling(
         "Mean switch queue vs message size (log-log, fitted slopes), {w}{where_} ({})",
         s.name
     );
-    figure_open(o, &format!("fig-queue-{fid}"), &title);
+    figure_open(
+        o,
+        &format!("fig-queue-{fid}"),
+        &title,
+        "On log-log axes a slope is the exponent of queue growth with message length; the study's theory: 1 for plain RR and JSQ, 1/2 for random choice and host spraying, 0 for Host DR and Ofan.",
+    );
     svg::open(o, &f, &title);
     svg::y_axis(o, &f, &y, "mean queue (packets)");
     svg::x_axis(o, &f, &x, "message size m (packets)");
@@ -672,11 +811,15 @@ fn queue_scaling(
         })
         .collect();
     svg::lines(o, &f, &y, &series, &|v| x.map(v, f.x0(), f.x1()));
-    let items: Vec<(String, String)> = series
-        .iter()
-        .map(|s| (s.color.clone(), s.name.clone()))
-        .collect();
-    svg::legend(o, &f, &items);
+    let names: Vec<String> = curves.iter().map(|c| c.0.clone()).collect();
+    let label = |sc: &str| {
+        let slope = curves.iter().find(|c| c.0 == sc).and_then(|c| c.2);
+        format!(
+            "{sc} slope {}",
+            slope.map_or("-".into(), |v| format!("{v:.2}"))
+        )
+    };
+    family_legend(o, &f, &names, &label);
     o.push_str("</svg></figure>\n");
     let _ = write!(
         o,
@@ -713,6 +856,7 @@ fn failure_lines(
     rest: &[usize],
     schemes: &[String],
 ) {
+    let schemes = &by_family(schemes);
     let xs = s.values_of(fk);
     let key = s.m.keys[fk].clone();
     let mut series = Vec::new();
@@ -762,7 +906,12 @@ fn failure_lines(
         true,
     );
     let title = format!("CCT over bound vs {key}, {w} ({})", s.name);
-    figure_open(o, fid, &title);
+    figure_open(
+        o,
+        fid,
+        &title,
+        "Lower is better; a line per scheme (mean over seeds, whiskers min to max). A scheme that copes with the failure stays flat as the key grows.",
+    );
     svg::open(o, &f, &title);
     svg::y_axis(o, &f, &y, "CCT / lower bound");
     let n = xs.len().max(2) as f64;

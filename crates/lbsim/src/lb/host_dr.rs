@@ -29,6 +29,7 @@ pub struct Def;
 
 impl Scheme for Def {
     const INFO: SchemeInfo = SchemeInfo::host("host_dr", "packet")
+        .rotating()
         .summary(
             "DRB: each flow rotates over every path to its destination (source-routed entropy)",
         )

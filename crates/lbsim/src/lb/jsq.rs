@@ -11,6 +11,7 @@ pub struct Def;
 
 impl Scheme for Def {
     const INFO: SchemeInfo = SchemeInfo::switch("switch_jsq", "packet")
+        .adaptive()
         .summary("join the shortest queue (bytes), ties at random")
         .reading_queues()
         .honouring_weights();

@@ -85,6 +85,8 @@ pub struct SchemeInfo {
     pub side: Side,
     /// What is balanced: "flow", "subflow", "flowlet" or "packet".
     pub granularity: &'static str,
+    /// The study's grouping (granularity, then how packet schemes choose).
+    pub family: Family,
     /// One line for `lbsim list`.
     pub summary: &'static str,
     /// The `load_balancing.*` options it reads, with their kinds, ranges and defaults (any other
@@ -118,6 +120,7 @@ impl SchemeInfo {
             name,
             side,
             granularity,
+            family: Family::of_granularity(granularity),
             summary: "",
             options: &[],
             reads_queues: false,
@@ -149,6 +152,63 @@ impl SchemeInfo {
     pub const fn decoding_own_paths(mut self) -> SchemeInfo {
         self.own_switch_decoding = true;
         self
+    }
+
+    /// A packet scheme that chooses by feedback (queues, ACKs) rather than obliviously.
+    pub const fn adaptive(mut self) -> SchemeInfo {
+        self.family = Family::PacketAdaptive;
+        self
+    }
+
+    /// A packet scheme that rotates deterministically over the paths to each destination.
+    pub const fn rotating(mut self) -> SchemeInfo {
+        self.family = Family::Rotation;
+        self
+    }
+}
+
+/// How the study groups schemes: by granularity, and packet schemes by how they pick a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    Flow,
+    Flowlet,
+    Subflow,
+    /// A fresh path per packet, blind to state (random, round-robin).
+    PacketOblivious,
+    /// A path per packet chosen by feedback: queue occupancy at the switch or ACKs at the host.
+    PacketAdaptive,
+    /// Destination-based rotation over every path (DRB-like), queues kept O(1).
+    Rotation,
+}
+
+impl Family {
+    pub const ALL: [Family; 6] = [
+        Family::Flow,
+        Family::Flowlet,
+        Family::Subflow,
+        Family::PacketOblivious,
+        Family::PacketAdaptive,
+        Family::Rotation,
+    ];
+
+    const fn of_granularity(g: &str) -> Family {
+        match g.as_bytes() {
+            b"flow" => Family::Flow,
+            b"flowlet" => Family::Flowlet,
+            b"subflow" => Family::Subflow,
+            _ => Family::PacketOblivious,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Flow => "flow",
+            Family::Flowlet => "flowlet",
+            Family::Subflow => "subflow",
+            Family::PacketOblivious => "packet, oblivious",
+            Family::PacketAdaptive => "packet, adaptive",
+            Family::Rotation => "rotation",
+        }
     }
 }
 
@@ -563,6 +623,39 @@ mod tests {
             unreachable!()
         };
         assert_eq!(p.flowlets, 2);
+    }
+
+    #[test]
+    fn families_follow_the_study() {
+        let expect = [
+            ("ecmp", Family::Flow),
+            ("plb", Family::Flowlet),
+            ("flowlet_ar", Family::Flowlet),
+            ("subflow", Family::Subflow),
+            ("host_spray", Family::PacketOblivious),
+            ("switch_rr", Family::PacketOblivious),
+            ("switch_rr_simple", Family::PacketOblivious),
+            ("switch_random", Family::PacketOblivious),
+            ("switch_p2c", Family::PacketAdaptive),
+            ("switch_jsq", Family::PacketAdaptive),
+            ("switch_ar", Family::PacketAdaptive),
+            ("reps", Family::PacketAdaptive),
+            ("host_dr", Family::Rotation),
+            ("ofan", Family::Rotation),
+        ];
+        for (n, f) in expect {
+            assert_eq!(scheme(n).unwrap().family, f, "{n}");
+        }
+        for n in scheme_names() {
+            let s = scheme(n).unwrap();
+            // A packet scheme that reads queues cannot be oblivious.
+            if s.granularity == "packet" && s.reads_queues {
+                assert_eq!(s.family, Family::PacketAdaptive, "{n}");
+            }
+            if s.granularity != "packet" {
+                assert!(s.family < Family::PacketOblivious, "{n}");
+            }
+        }
     }
 
     #[test]

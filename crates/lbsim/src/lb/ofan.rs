@@ -25,6 +25,7 @@ pub struct Def;
 
 impl Scheme for Def {
     const INFO: SchemeInfo = SchemeInfo::switch("ofan", "packet")
+        .rotating()
         .summary("switch rotation per destination ToR/pod and class over an IWRR schedule")
         .honouring_weights();
     switch_side_scheme!(Ofan, |ctx| Ofan::new(ctx));

@@ -35,6 +35,7 @@ pub struct Def;
 
 impl Scheme for Def {
     const INFO: SchemeInfo = SchemeInfo::host("reps", "packet")
+        .adaptive()
         .summary("REPS: reuse entropies of unmarked ACKs (8-slot ring), explore otherwise, freeze on failure")
         .options(&[&FREEZE.spec, &EXPLORE_PACKETS.spec])
         .honouring_weights();

@@ -26,6 +26,7 @@ pub struct Def;
 
 impl Scheme for Def {
     const INFO: SchemeInfo = SchemeInfo::switch("switch_ar", "packet")
+        .adaptive()
         .summary("Spectrum-X style: lowest queue bin (5/10/20% of buffer), ties at random")
         .options(&[&REFRESH.spec])
         .reading_queues()

@@ -21,6 +21,7 @@ pub struct Def;
 
 impl Scheme for Def {
     const INFO: SchemeInfo = SchemeInfo::switch("switch_p2c", "packet")
+        .adaptive()
         .summary("power of two choices: two random ports of the next-hop group, the shorter queue")
         .reading_queues()
         .honouring_weights();
