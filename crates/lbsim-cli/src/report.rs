@@ -5,7 +5,9 @@
 //! lines of CCT over a failure key (G, failure rate) when the grid varies one; the raw figures;
 //! the scenario and the lbsim version. Every figure has a stable element id (`fig-...`).
 
+mod run;
 mod svg;
+mod telemetry;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,7 +26,8 @@ use svg::{esc, fmt, Axis, Frame, LinePoint, Series};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct ReportArgs {
-    /// A sweep output directory, or a directory of them (lbsim paper --out).
+    /// A sweep output directory or a directory of them (lbsim paper --out), a run directory
+    /// (lbsim run --out) or a compare directory (lbsim compare --out).
     pub dir: PathBuf,
     /// The HTML file to write.
     #[arg(short = 'o', long = "output", default_value = "report.html")]
@@ -138,7 +141,7 @@ pub fn stats(v: &[f64]) -> Option<(f64, f64, f64)> {
     Some((mean, lo, hi))
 }
 
-fn slug(s: &str) -> String {
+pub fn slug(s: &str) -> String {
     let mut o: String = s
         .chars()
         .map(|c| {
@@ -197,7 +200,12 @@ pub fn by_family(schemes: &[String]) -> Vec<String> {
 }
 
 /// A legend of schemes under family headings.
-fn family_legend(o: &mut String, f: &Frame, schemes: &[String], label: &dyn Fn(&str) -> String) {
+pub fn family_legend(
+    o: &mut String,
+    f: &Frame,
+    schemes: &[String],
+    label: &dyn Fn(&str) -> String,
+) {
     let mut y = f.y1() + 4.0;
     let mut last: Option<Option<Family>> = None;
     for sc in schemes {
@@ -242,7 +250,7 @@ pub fn sweep_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     v.sort();
     if v.is_empty() {
         bail!(
-            "{}: no sweep results here (no sweep.json in it or its subdirectories)",
+            "{}: no results here: no sweep (sweep.json), run or compare directory (summary.json) in it or its subdirectories",
             dir.display()
         );
     }
@@ -250,26 +258,23 @@ pub fn sweep_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 pub fn render(dir: &Path) -> Result<String> {
+    if dir.join("sweep.json").is_file() {
+        return render_sweeps(dir);
+    }
+    match run::find(dir)? {
+        Some(runs) => run::render(dir, &runs),
+        None => render_sweeps(dir),
+    }
+}
+
+/// The report of a sweep directory or a directory of them.
+fn render_sweeps(dir: &Path) -> Result<String> {
     let sweeps: Vec<SweepData> = sweep_dirs(dir)?
         .iter()
         .map(|d| SweepData::load(d))
         .collect::<Result<_>>()?;
     let mut o = String::new();
-    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    o.push_str("<title>lbsim report</title><style>");
-    o.push_str("body{font-family:sans-serif;margin:1.5em;max-width:1300px;color:#222}");
-    o.push_str("figure{margin:1em 0;display:inline-block;vertical-align:top}");
-    o.push_str("figcaption{font-weight:bold;margin-bottom:.3em;max-width:760px}");
-    o.push_str(
-        ".read{display:block;font-weight:normal;font-size:12px;color:#555;margin-top:.15em}",
-    );
-    o.push_str("table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}");
-    o.push_str(
-        "th{background:#f3f3f3}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:12px;white-space:pre-wrap}",
-    );
-    o.push_str("table.findings{font-size:13px;max-width:1250px}table.findings td,table.findings th{text-align:left;vertical-align:top}table.findings details{font-size:12px;color:#444}table.findings ul{margin:.2em 0;padding-left:1.2em}");
-    o.push_str(".badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:11px;font-weight:bold;color:#fff;white-space:nowrap}.agrees{background:#2e7d32}.disagrees{background:#c62828}.partial{background:#ef8f00}.none{background:#888}");
-    o.push_str("section{border-top:2px solid #888;margin-top:2em}</style></head><body>\n");
+    page_head(&mut o, "lbsim report");
     o.push_str("<h1>lbsim report</h1>\n");
     let versions: Vec<String> = {
         let mut v: Vec<String> = sweeps.iter().map(|s| s.m.lbsim_version.clone()).collect();
@@ -316,6 +321,25 @@ pub fn render(dir: &Path) -> Result<String> {
     );
     o.push_str("</body></html>\n");
     Ok(o)
+}
+
+/// The page's head and style, shared by the sweep and the run reports.
+pub fn page_head(o: &mut String, title: &str) {
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(o, "<title>{}</title><style>", esc(title));
+    o.push_str("body{font-family:sans-serif;margin:1.5em;max-width:1300px;color:#222}");
+    o.push_str("figure{margin:1em 0;display:inline-block;vertical-align:top}");
+    o.push_str("figcaption{font-weight:bold;margin-bottom:.3em;max-width:760px}");
+    o.push_str(
+        ".read{display:block;font-weight:normal;font-size:12px;color:#555;margin-top:.15em}",
+    );
+    o.push_str("table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}");
+    o.push_str(
+        "th{background:#f3f3f3}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:12px;white-space:pre-wrap}",
+    );
+    o.push_str("table.findings{font-size:13px;max-width:1250px}table.findings td,table.findings th{text-align:left;vertical-align:top}table.findings details{font-size:12px;color:#444}table.findings ul{margin:.2em 0;padding-left:1.2em}");
+    o.push_str(".badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:11px;font-weight:bold;color:#fff;white-space:nowrap}.agrees{background:#2e7d32}.disagrees{background:#c62828}.partial{background:#ef8f00}.none{background:#888}");
+    o.push_str("section{border-top:2px solid #888;margin-top:2em}</style></head><body>\n");
 }
 
 /// The study's findings as a table: claim, the study's figure, lbsim's, a verdict badge, the
@@ -503,7 +527,7 @@ fn grid_text(s: &SweepData) -> String {
 }
 
 /// Opens a figure: its title, then one line on what to read from it.
-fn figure_open(o: &mut String, id: &str, title: &str, read: &str) {
+pub fn figure_open(o: &mut String, id: &str, title: &str, read: &str) {
     let _ = write!(
         o,
         "<figure id=\"{}\" title=\"{}\"><figcaption>{}<span class=\"read\">{}</span></figcaption>",

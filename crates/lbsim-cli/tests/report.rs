@@ -105,7 +105,89 @@ fn report_of_a_non_sweep_directory_fails_clearly() {
     ]);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        !o.status.success() && e.contains("no sweep results") && !e.contains("panicked"),
+        !o.status.success() && e.contains("no results here") && !e.contains("panicked"),
+        "{e}"
+    );
+}
+
+#[test]
+fn report_of_a_run_and_of_a_compare_directory() {
+    let d = tmpdir("run");
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/llama3-7b-small.toml");
+    let run = d.join("run");
+    ok(&lbsim(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--set",
+        "workload.iterations=1",
+        "--out",
+        run.to_str().unwrap(),
+        "--quiet",
+    ]));
+    let html_path = d.join("run.html");
+    ok(&lbsim(&[
+        "report",
+        run.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    for id in [
+        "lbsim-version",
+        "run-summary",
+        "fig-run-fct",
+        "fig-run-timeline-ofan",
+        "fig-run-flows-ofan",
+        "telemetry",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
+    }
+    // Eight collectives (4 layers x all-gather and reduce-scatter), each a bar with its bound.
+    assert_eq!(html.matches("(bound ").count(), 8);
+    assert!(!html.contains("fig-run-cct"), "one run: no per-scheme bars");
+
+    let cmp = d.join("cmp");
+    ok(&lbsim(&[
+        "compare",
+        "--set",
+        "topology.k=4",
+        "--set",
+        "workload.message_bytes=65536",
+        "--schemes",
+        "ofan,ecmp,reps",
+        "--out",
+        cmp.to_str().unwrap(),
+    ]));
+    ok(&lbsim(&[
+        "report",
+        cmp.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.contains("id=\"fig-run-cct\""));
+    // Schemes side by side in family order: flow, packet adaptive, rotation.
+    let (e, r, o) = (
+        html.find("</span> ecmp</th>").unwrap(),
+        html.find("</span> reps</th>").unwrap(),
+        html.find("</span> ofan</th>").unwrap(),
+    );
+    assert!(e < r && r < o);
+    // A permutation starts every flow at zero: no host timeline.
+    assert!(!html.contains("fig-run-flows"));
+
+    // A broken summary is an error naming the file.
+    std::fs::write(cmp.join("ecmp/summary.json"), "{").unwrap();
+    let out = lbsim(&[
+        "report",
+        cmp.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("ecmp/summary.json") && !e.contains("panicked"),
         "{e}"
     );
 }
