@@ -5,6 +5,7 @@
 //! lines of CCT over a failure key (G, failure rate) when the grid varies one; the raw figures;
 //! the scenario and the lbsim version. Every figure has a stable element id (`fig-...`).
 
+mod parquet;
 mod run;
 mod svg;
 mod telemetry;

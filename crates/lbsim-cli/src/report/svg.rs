@@ -249,6 +249,22 @@ pub struct LinePoint {
 
 /// Lines with whiskers; `xmap` places x values (numeric or categorical).
 pub fn lines(o: &mut String, f: &Frame, y: &Axis, series: &[Series], xmap: &dyn Fn(f64) -> f64) {
+    draw_lines(o, f, y, series, xmap, true);
+}
+
+/// Lines only, no markers: time series with hundreds of points.
+pub fn traces(o: &mut String, f: &Frame, y: &Axis, series: &[Series], xmap: &dyn Fn(f64) -> f64) {
+    draw_lines(o, f, y, series, xmap, false);
+}
+
+fn draw_lines(
+    o: &mut String,
+    f: &Frame,
+    y: &Axis,
+    series: &[Series],
+    xmap: &dyn Fn(f64) -> f64,
+    markers: bool,
+) {
     for s in series {
         let path: Vec<String> = s
             .points
@@ -263,7 +279,7 @@ pub fn lines(o: &mut String, f: &Frame, y: &Axis, series: &[Series], xmap: &dyn 
                 path.join(" ")
             );
         }
-        for p in &s.points {
+        for p in s.points.iter().filter(|_| markers) {
             let px = xmap(p.x);
             let py = y.map(p.y, f.y0(), f.y1());
             if p.hi > p.lo {
