@@ -2,7 +2,8 @@
 
 Every run's outputs are the bytes ``lbsim run --out DIR`` writes (flows.csv, collectives.csv,
 summary.json); the DataFrames are read from them, so a notebook and the command line agree
-byte for byte. Simulations release the GIL (threads and notebooks stay responsive) and stop at
+byte for byte. With ``[telemetry]`` on, the run's time series are the tables ``lbsim run``
+writes under DIR/telemetry, streamed to a temporary directory while it runs. Simulations release the GIL (threads and notebooks stay responsive) and stop at
 Ctrl-C, raising KeyboardInterrupt.
 """
 
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -18,6 +21,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from . import _lbsim
 from ._lbsim import ScenarioError
@@ -79,6 +83,25 @@ def _frame(data: Optional[bytes]) -> Optional[pd.DataFrame]:
     )
 
 
+_NULLABLE = {
+    pa.int64(): pd.Int64Dtype(),
+    pa.uint64(): pd.UInt64Dtype(),
+    pa.uint32(): pd.UInt32Dtype(),
+    pa.bool_(): pd.BooleanDtype(),
+}
+
+
+def _telemetry_frame(path: Optional[Path]) -> Optional[pd.DataFrame]:
+    """A telemetry table (Parquet or CSV) as a DataFrame, integer columns nullable."""
+    if path is None:
+        return None
+    if path.suffix == ".parquet":
+        table = pq.read_table(path)
+    else:
+        table = pacsv.read_csv(path)
+    return table.to_pandas(types_mapper=_NULLABLE.get)
+
+
 class Scenario:
     """A scenario, validated as the CLI validates it (errors raise ScenarioError with the
     CLI's message).
@@ -103,14 +126,26 @@ class Scenario:
 
 class Result:
     """One run's outputs: ``summary`` (dict), ``flows`` and ``collectives`` (DataFrames; the
-    latter None for workloads without collectives) and ``files`` (the exact bytes)."""
+    latter None for workloads without collectives) and ``files`` (the exact bytes). With
+    ``[telemetry]`` on, ``ports``, ``port_index``, ``flow_series`` and ``events`` are its
+    tables as DataFrames (None when telemetry was off or selected nothing for the table), read
+    from ``telemetry`` (table name -> file, in a temporary directory kept while the Result
+    is)."""
 
-    def __init__(self, files: dict):
+    def __init__(self, files: dict, telemetry_dir: Optional[str] = None):
         self.interrupted = bool(files.pop("interrupted"))
+        tables = [Path(p) for p in files.pop("telemetry", [])]
         self.files = files
         self.summary = json.loads(files["summary.json"])
+        self.telemetry = {p.name.split(".")[0]: p for p in tables}
+        if telemetry_dir is not None:
+            if tables:
+                weakref.finalize(self, shutil.rmtree, telemetry_dir, True)
+            else:
+                shutil.rmtree(telemetry_dir, ignore_errors=True)
         self._flows = None
         self._collectives = None
+        self._tables: dict = {}
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -124,11 +159,41 @@ class Result:
             self._collectives = _frame(self.files.get("collectives.csv"))
         return self._collectives
 
+    def _table(self, name: str) -> Optional[pd.DataFrame]:
+        if name not in self._tables:
+            self._tables[name] = _telemetry_frame(self.telemetry.get(name))
+        return self._tables[name]
+
+    @property
+    def ports(self) -> Optional[pd.DataFrame]:
+        """Telemetry's ``ports`` table: one row per sampled port per interval."""
+        return self._table("ports")
+
+    @property
+    def port_index(self) -> Optional[pd.DataFrame]:
+        """Telemetry's ``port_index`` table: the sampled ports' links, tiers and rates."""
+        return self._table("port_index")
+
+    @property
+    def flow_series(self) -> Optional[pd.DataFrame]:
+        """Telemetry's ``flows`` table: one row per sampled flow per interval."""
+        return self._table("flows")
+
+    @property
+    def events(self) -> Optional[pd.DataFrame]:
+        """Telemetry's ``events`` table (opt in): drops, marks, trims."""
+        return self._table("events")
+
     def write(self, directory: Union[str, os.PathLike]) -> Path:
-        """Writes the run's files into ``directory`` as ``lbsim run --out`` does."""
+        """Writes the run's files into ``directory`` as ``lbsim run --out`` does (telemetry
+        tables under ``directory/telemetry``)."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        for name, data in self.files.items():
+        # summary.json last, as the CLI writes it: its presence marks a finished run.
+        for name, path in self.telemetry.items():
+            (d / "telemetry").mkdir(exist_ok=True)
+            shutil.copyfile(path, d / "telemetry" / path.name)
+        for name, data in sorted(self.files.items(), key=lambda kv: kv[0] == "summary.json"):
             (d / name).write_bytes(data)
         return d
 
@@ -146,7 +211,13 @@ def run(
     """Runs a scenario file, dict or Scenario (the built-in default without one), with
     ``set`` overrides as the CLI's ``--set``."""
     path, table, sets = _split(scenario)
-    return Result(_lbsim.run(path, table, list(sets) + _sets(set), force))
+    tdir = tempfile.mkdtemp(prefix="lbsim-telemetry-")
+    try:
+        files = _lbsim.run(path, table, list(sets) + _sets(set), force, tdir)
+    except BaseException:
+        shutil.rmtree(tdir, ignore_errors=True)
+        raise
+    return Result(files, tdir)
 
 
 def compare(

@@ -89,9 +89,56 @@ def test_frames_have_the_documented_dtypes():
     assert (c["cct_over_bound"] >= 1.0).all()
 
 
+TELEMETRY = {**SMALL, "telemetry.enabled": True, "telemetry.flows": "all",
+             "telemetry.events": ["drops", "marks"]}
+
+
+def test_telemetry_tables_are_the_clis_and_read_as_frames(tmp_path):
+    cli = cli_run(tmp_path / "cli", *sets_args(SMALL), "--set", "telemetry.enabled=true",
+                  "--set", "telemetry.flows=all", "--set", 'telemetry.events=["drops", "marks"]',
+                  "--set", "telemetry.format=csv")
+    r = lbsim.run(set={**TELEMETRY, "telemetry.format": "csv"})
+    assert sorted(r.telemetry) == ["events", "flows", "port_index", "ports"]
+    for name, path in r.telemetry.items():
+        assert path.read_bytes() == (cli / "telemetry" / path.name).read_bytes(), name
+    written = r.write(tmp_path / "py")
+    assert (written / "telemetry" / "ports.csv").read_bytes() == \
+        (cli / "telemetry" / "ports.csv").read_bytes()
+    # Parquet reads to the same frames as CSV.
+    p = lbsim.run(set=TELEMETRY)
+    assert p.telemetry["ports"].suffix == ".parquet"
+    pd.testing.assert_frame_equal(p.ports, r.ports, check_dtype=False)
+    ports, index = p.ports, p.port_index
+    assert len(index) == 96 and set(index["tier"]) == {
+        "host_up", "tor_up", "agg_up", "core_down", "agg_down", "tor_down"}
+    assert list(ports.columns) == [
+        "t_start_ps", "t_end_ps", "port", "queue_mean_bytes", "queue_max_bytes", "bytes_sent",
+        "utilisation", "drops", "ecn_marks", "trims", "link_losses"]
+    assert ports["t_end_ps"].max() == p.summary["end_ps"]
+    assert len(ports) == 96 * ports["t_end_ps"].nunique()
+    assert ports["queue_mean_bytes"].dtype == "float64"
+    assert index["buffer_bytes"].isna().sum() == 16
+    series = p.flow_series
+    assert series["cwnd_bytes"].isna().all() and series["bytes_in_flight"].isna().all()
+    last = series.groupby("flow")["bytes_acked"].last()
+    assert (last == 65536).all() and len(last) == 16
+    assert p.events is not None and len(p.events) == p.summary["packets_dropped"] + \
+        p.summary["ecn_marks"]
+
+
+def test_telemetry_is_none_when_off():
+    r = lbsim.run(set=SMALL)
+    assert r.ports is None and r.flow_series is None and r.port_index is None
+    assert r.events is None and r.telemetry == {}
+    r = lbsim.run(set={**SMALL, "telemetry.enabled": True, "telemetry.ports": "tor_up"})
+    assert r.flow_series is None and r.events is None and len(r.port_index) == 16
+
+
 def test_bad_input_raises_scenario_error_with_the_clis_message(tmp_path):
     with pytest.raises(lbsim.ScenarioError, match=r"--set topology.link_gbps=0: must be a positive"):
         lbsim.run(set={"topology.link_gbps": 0})
+    with pytest.raises(lbsim.ScenarioError, match=r"telemetry.ports.*no tier or link named `tor:9"):
+        lbsim.run(set={**SMALL, "telemetry.ports": "tor:9-agg:0"})
     with pytest.raises(lbsim.ScenarioError, match=r"scenario dict: key `topology.k`"):
         lbsim.Scenario({"topology": {"k": 3}})
     with pytest.raises(lbsim.ScenarioError, match="cannot read scenario file"):

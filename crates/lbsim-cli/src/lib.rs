@@ -8,6 +8,7 @@ pub mod paper;
 pub mod progress;
 pub mod report;
 pub mod sweep;
+pub mod telemetry;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 mod export;
 mod queue_scaling;
 
-use lbsim_cli::{bench, guard, output, paper, progress, report, sweep};
+use lbsim_cli::{bench, guard, output, paper, progress, report, sweep, telemetry};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -183,12 +183,18 @@ fn run_one(args: &ScenarioArgs, out: Option<&Path>, force: bool, quiet: bool) ->
         guard::check_out(dir)?;
     }
     let sc = build_checked(file, &origin, "this run", 1, force)?;
+    if sc.telemetry.is_some() && out.is_none() {
+        eprintln!(
+            "note: [telemetry] is on but there is no --out DIR to write it to; not collected"
+        );
+    }
     let stop = progress::Stop::install()?;
     let mut shown = progress::RunProgress::new(quiet);
-    let res = lbsim::run_observed(sc, &mut |p| {
+    let tel = out.map(telemetry::dir);
+    let (res, _) = telemetry::run(sc, tel.as_deref(), &mut |p| {
         shown.update(p);
         stop.signal().is_none()
-    });
+    })?;
     shown.finish();
     println!("{}", output::one_line(&res.summary));
     if let Some(dir) = out {
@@ -330,8 +336,21 @@ fn compare(
         .num_threads(jobs.unwrap_or(0))
         .build()
         .context("cannot start worker threads")?;
-    let results: Vec<lbsim::RunOutput> =
-        pool.install(|| scenarios.into_par_iter().map(lbsim::run).collect());
+    if out.is_none() && scenarios.iter().any(|s| s.telemetry.is_some()) {
+        eprintln!(
+            "note: [telemetry] is on but there is no --out DIR to write it to; not collected"
+        );
+    }
+    // Each scheme's telemetry streams into its own DIR/<scheme>/telemetry as it runs.
+    let results: Vec<lbsim::RunOutput> = pool.install(|| {
+        scenarios
+            .into_par_iter()
+            .map(|sc| {
+                let tel = out.map(|d| telemetry::dir(&d.join(sc.scheme.name)));
+                telemetry::run(sc, tel.as_deref(), &mut |_| true).map(|(r, _)| r)
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
     print!("{}", output::table(&results));
     if let Some(dir) = out {
         for r in &results {

@@ -253,6 +253,12 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
         Some(i) => text.insert_str(i, &add),
         None => text.push_str(&add),
     }
+    // [telemetry] is left out when it is the default (off): show it anyway.
+    if !text.contains("\n[telemetry]\n") {
+        if let Ok(body) = toml::to_string(&eff.telemetry) {
+            let _ = write!(text, "\n[telemetry]\n{body}");
+        }
+    }
     // The value an option takes in `f` filled in (a scenario where it applies).
     let value = |f: lbsim::ScenarioFile, section: &str, key: &str| -> Option<String> {
         let t = toml::Table::try_from(f.effective()).ok()?;

@@ -326,5 +326,50 @@ fn readme_documents_every_output_field() {
         missing.is_empty(),
         "README's Output section lacks {missing:?}"
     );
+    // Every telemetry table and column has its row in the Telemetry section.
+    let start = readme.find("\n## Telemetry").expect("a Telemetry section");
+    let end = readme[start + 1..]
+        .find("\n## ")
+        .map_or(readme.len(), |e| start + 1 + e);
+    let section = &readme[start..end];
+    let tel = d.join("telemetry");
+    let o = lbsim(&[
+        "run",
+        "--quiet",
+        "--set",
+        "topology.k=4",
+        "--set",
+        "workload.message_bytes=65536",
+        "--set",
+        "telemetry.enabled=true",
+        "--set",
+        "telemetry.format=csv",
+        "--set",
+        "telemetry.flows=all",
+        "--set",
+        "telemetry.events=[\"drops\", \"marks\", \"trims\", \"pauses\"]",
+        "--out",
+        tel.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut fields = Vec::new();
+    for table in ["port_index", "ports", "flows", "events"] {
+        fields.push(table.to_string());
+        let text = std::fs::read_to_string(tel.join(format!("telemetry/{table}.csv"))).unwrap();
+        let header = text.lines().next().unwrap();
+        fields.extend(header.split(',').map(str::to_string));
+    }
+    let mut sc: toml::Table =
+        toml::from_str(&String::from_utf8(lbsim(&["show"]).stdout).unwrap()).unwrap();
+    let keys = sc.remove("telemetry").expect("show prints [telemetry]");
+    fields.extend(keys.as_table().unwrap().keys().cloned());
+    let missing: Vec<&String> = fields
+        .iter()
+        .filter(|f| !section.contains(&format!("`{f}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's Telemetry section lacks {missing:?}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -111,21 +111,24 @@ fn show(
 }
 
 /// Runs a scenario; returns {file name: bytes} as `lbsim run --out` writes them, plus
-/// "interrupted". A KeyboardInterrupt while it runs stops it and is raised.
+/// "interrupted" and "telemetry" (the paths of the telemetry tables, written under
+/// `telemetry_dir` as `lbsim run` writes them under DIR/telemetry; empty when it is off). A
+/// KeyboardInterrupt while it runs stops it and is raised.
 #[pyfunction]
-#[pyo3(signature = (path=None, table=None, sets=Vec::new(), force=false))]
+#[pyo3(signature = (path=None, table=None, sets=Vec::new(), force=false, telemetry_dir=None))]
 fn run<'py>(
     py: Python<'py>,
     path: Option<PathBuf>,
     table: Option<&Bound<'py, PyDict>>,
     sets: Vec<String>,
     force: bool,
+    telemetry_dir: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (file, origin) = load(path, table, &sets)?;
     let sc = build(file, &origin, force)?;
     let mut interrupt: Option<PyErr> = None;
-    let res = py.allow_threads(|| {
-        lbsim::run_observed(sc, &mut |_| {
+    let ran = py.allow_threads(|| {
+        lbsim_cli::telemetry::run(sc, telemetry_dir.as_deref(), &mut |_| {
             // Every 2^16 events: take the GIL only to ask whether Ctrl-C was pressed.
             match Python::with_gil(|py| py.check_signals()) {
                 Ok(()) => true,
@@ -139,6 +142,7 @@ fn run<'py>(
     if let Some(e) = interrupt {
         return Err(e);
     }
+    let (res, tables) = ran.map_err(|e| PyException::new_err(format!("{e:#}")))?;
     let out = PyDict::new(py);
     let files =
         lbsim_cli::output::run_files(&res).map_err(|e| PyException::new_err(format!("{e:#}")))?;
@@ -146,6 +150,7 @@ fn run<'py>(
         out.set_item(name, PyBytes::new(py, &bytes))?;
     }
     out.set_item("interrupted", res.interrupted)?;
+    out.set_item("telemetry", tables)?;
     Ok(out)
 }
 

@@ -46,10 +46,19 @@ pub fn run(sc: Scenario) -> RunOutput {
 /// [`run`] with an observer called every [`sim::OBSERVE_EVENTS`] events; answering false stops
 /// the run, and the output then holds what was done by that instant (`interrupted` set).
 pub fn run_observed(sc: Scenario, observe: &mut dyn FnMut(&sim::Progress) -> bool) -> RunOutput {
+    run_with(sc, observe, None)
+}
+
+/// [`run_observed`], handing the scenario's telemetry (if `[telemetry]` is on) to `sink`.
+pub fn run_with(
+    sc: Scenario,
+    observe: &mut dyn FnMut(&sim::Progress) -> bool,
+    sink: Option<&mut dyn stats::telemetry::TelemetrySink>,
+) -> RunOutput {
     let labels = sc.labels.clone();
     let t0 = std::time::Instant::now();
     let mut sim = Simulation::new(sc);
-    let interrupted = sim.run_observed(observe);
+    let interrupted = sim.run_with(observe, sink);
     let wall = t0.elapsed().as_secs_f64();
     let mut summary = sim.summary();
     summary.wall_seconds = wall;

@@ -467,6 +467,24 @@ impl Port {
         }
         area
     }
+
+    /// [`Port::area_until`]`(end)` and the bytes held at `end` (accepted by then, serialization
+    /// ending after it), in one walk, without changing the port (telemetry reads ports this way:
+    /// a `sync` it added could not change what a later `sync` finds, but reading needs none).
+    pub fn occupancy_at(&self, end: SimTime) -> (u128, u64) {
+        let (mut area, mut held) = (self.area, 0);
+        let mut n = self.tail;
+        while n != self.dep {
+            n = n.wrapping_sub(1);
+            let e = self.at(n);
+            if e.tx_end <= end {
+                break;
+            }
+            area -= e.bytes as u128 * (e.tx_end.0 - end.0) as u128;
+            held += e.bytes as u64;
+        }
+        (area, held)
+    }
 }
 
 fn ps_per_byte(rate: BitsPerSec) -> u32 {

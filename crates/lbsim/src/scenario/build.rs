@@ -319,8 +319,15 @@ impl Scenario {
             }
             (e, _) => e,
         };
+        let telemetry = file.telemetry.resolve(
+            &topology,
+            flows.len(),
+            |i| flow_ids.get(i).copied().unwrap_or(i as u64),
+            o,
+        )?;
         let settings = Settings::resolve(&file, &topology);
         Ok(Scenario {
+            telemetry,
             settings,
             scheme,
             topology,

@@ -14,6 +14,7 @@ use crate::memory::{self, MemoryEstimate};
 pub use crate::net::config::{PacketConfig, TopologyConfig, TopologyKind};
 use crate::net::{LinkParams, Topology};
 use crate::stats::bound;
+pub use crate::stats::telemetry::{TelemetryConfig, TelemetryFormat, TelemetryPlan};
 use crate::time::{BitsPerSec, SimTime};
 pub use crate::transport::cc::{CcConfigs, CcKind};
 pub use crate::transport::config::{EqdsConfig, TransportConfig};
@@ -49,6 +50,9 @@ pub struct ScenarioFile {
     /// placement and `start_us`); when present it replaces `[workload]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub jobs: Vec<WorkloadConfig>,
+    /// `[telemetry]`: time series of ports, flows and events (off by default).
+    #[serde(skip_serializing_if = "is_default")]
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for ScenarioFile {
@@ -64,6 +68,7 @@ impl Default for ScenarioFile {
             failure: FailureConfig::default(),
             failures: Vec::new(),
             jobs: Vec::new(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -160,6 +165,8 @@ pub struct Scenario {
     pub convergence: Option<SimTime>,
     /// A flow that hears no ACK for this long tells its host policy (`on_timeout`).
     pub rto: SimTime,
+    /// What telemetry samples (None: off).
+    pub telemetry: Option<TelemetryPlan>,
     /// Everything else the simulation reads, resolved once with every default applied: the
     /// simulation never reads `file`.
     pub settings: Settings,

@@ -2,6 +2,7 @@
 //! It admits packets (drop-tail, trimming, ECN and RED marking), moves them over links and
 //! picks each switch's next hop; what reaches a host, and what is lost, it hands back.
 
+use super::telemetry::{observe, Observe};
 use super::{Cx, Event};
 use crate::failure::Weights;
 use crate::ids::{HostId, NodeId, PortId, SwitchId};
@@ -9,6 +10,7 @@ use crate::lb::{PacketView, SwitchCtx, SwitchLb};
 use crate::net::{PacketKind, Port, Route, Slots, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
+use crate::stats::telemetry::EventKind;
 use crate::transport::{flow_key, Flow};
 
 struct Switch {
@@ -52,6 +54,8 @@ pub(super) struct Fabric {
     /// Converged routing's weights, and how many times routing converged.
     weights: Weights,
     routing_epoch: u32,
+    /// Telemetry's per-port tallies and event log (None: off, and nothing is paid for it).
+    pub(super) obs: Option<Box<Observe>>,
 }
 
 impl Fabric {
@@ -110,6 +114,7 @@ impl Fabric {
             hosts_per_tor,
             weights: Weights::default(),
             routing_epoch: 0,
+            obs: None,
         }
     }
 
@@ -139,6 +144,14 @@ impl Fabric {
         if self.prio && kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
                 p.stats.drops += 1;
+                observe(
+                    &mut self.obs,
+                    &self.slots,
+                    cx.now,
+                    EventKind::Drop,
+                    Some(port),
+                    i,
+                );
                 return Some(i);
             }
         } else {
@@ -150,12 +163,28 @@ impl Fabric {
             let full = held + bytes > p.buffer_bytes;
             if full && !self.trim {
                 p.stats.drops += 1;
+                observe(
+                    &mut self.obs,
+                    &self.slots,
+                    cx.now,
+                    EventKind::Drop,
+                    Some(port),
+                    i,
+                );
                 return Some(i);
             }
             if kind == PacketKind::Data && marks(p, self.red, self.red_salt, port) {
                 self.slots.pkt_mut(i).ecn = true;
                 p.stats.ecn_marks += 1;
                 cx.counters.ecn_marks += 1;
+                observe(
+                    &mut self.obs,
+                    &self.slots,
+                    cx.now,
+                    EventKind::Mark,
+                    Some(port),
+                    i,
+                );
             }
             if full {
                 // NDP: trim the arriving packet or, every other time, the newest queued one
@@ -169,8 +198,19 @@ impl Fabric {
                 packet.payload = 0;
                 packet.wire_bytes = self.trim_header;
                 cx.counters.trimmed += 1;
+                if let Some(o) = &mut self.obs {
+                    o.trimmed(cx.now, port, self.slots.pkt(i).flow);
+                }
                 if p.ctrl_bytes as u64 + self.trim_header as u64 > self.ctrl_cap {
                     p.stats.drops += 1;
+                    observe(
+                        &mut self.obs,
+                        &self.slots,
+                        cx.now,
+                        EventKind::Drop,
+                        Some(port),
+                        i,
+                    );
                     return Some(i);
                 }
             }
@@ -194,7 +234,11 @@ impl Fabric {
     pub(super) fn admit(&mut self, cx: &mut Cx, port: PortId, i: u32) {
         self.hops += 1;
         let p = &mut self.ports[port.idx()];
-        if p.push(cx.now, i, &self.slots) {
+        let was_empty = p.push(cx.now, i, &self.slots);
+        if let Some(o) = &mut self.obs {
+            o.pushed(port, self.slots.pkt(i).wire_bytes, p.queued_bytes);
+        }
+        if was_empty {
             let t = p.head_arrival().expect("just pushed");
             cx.push(t, Event::Arrive(port));
         }
@@ -235,6 +279,14 @@ impl Fabric {
         if p.faulty && p.fault.loses() {
             p.stats.link_losses += 1;
             cx.counters.link_losses += 1;
+            observe(
+                &mut self.obs,
+                &self.slots,
+                cx.now,
+                EventKind::Drop,
+                Some(port),
+                i,
+            );
             return Arrival::Lost(i);
         }
         match p.peer {
@@ -254,6 +306,7 @@ impl Fabric {
                 if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
                     // Converged routing knows no path to the destination from here.
                     cx.counters.unroutable += 1;
+                    observe(&mut self.obs, &self.slots, cx.now, EventKind::Drop, None, i);
                     return Arrival::Lost(i);
                 }
                 let view = PacketView {

@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 
 use super::fabric::Fabric;
+use super::telemetry::PathLog;
 use super::{Cx, Event};
 use crate::ids::{FlowId, HostId, PortId};
 use crate::lb::{AckInfo, HostLbs, HostSetup};
@@ -74,6 +75,8 @@ pub(super) struct Hosts {
     cnp_gap: Option<SimTime>,
     /// `Stream::FlowPath`: each flow's per-packet path draws.
     path_base: u64,
+    /// Telemetry: the entropies sampled flows sent in the current interval (None: off).
+    pub(super) paths: Option<Box<PathLog>>,
 }
 
 impl Hosts {
@@ -118,6 +121,7 @@ impl Hosts {
             .serialization((pk.payload_bytes + pk.header_bytes) as u64),
             cnp_gap: (st.cc == CcKind::Dcqcn).then_some(st.cnp_interval),
             path_base: crate::rng::stream_base(st.seed, Stream::FlowPath),
+            paths: None,
         }
     }
 
@@ -305,6 +309,9 @@ impl Hosts {
         // The flow's own stream, indexed by its packet count: other flows never shift it.
         let mut draws = crate::rng::packet_rng(self.path_base, f.0 as u64, flow.data_packets_sent);
         let entropy = self.lbs.next_entropy(f, now, &mut draws);
+        if let Some(log) = &mut self.paths {
+            log.note(f, entropy);
+        }
         let pkt = Packet {
             flow: f,
             src: flow.src,

@@ -11,10 +11,12 @@ mod control;
 mod fabric;
 mod host;
 mod report;
+mod telemetry;
 
 use crate::engine::EventQueue;
 use crate::ids::{FlowId, HostId, PortId};
 use crate::scenario::Scenario;
+use crate::stats::telemetry::TelemetrySink;
 use crate::time::{BitsPerSec, SimTime};
 use crate::transport::cc::{Cc, CcCtx, CcKind};
 use crate::transport::reliable::{Receiver, Sender};
@@ -157,6 +159,8 @@ pub struct Simulation {
     flows: Vec<Flow>,
     /// Failures, convergence, failure-aware rates and triggers.
     control: ControlPlane,
+    /// Telemetry's sampler (None: off, or run without a sink).
+    tel: Option<Box<telemetry::Sampler>>,
 }
 
 /// What handling one event may touch besides the parts: the time, the event set and the
@@ -299,6 +303,7 @@ impl Simulation {
             hosts,
             flows,
             control,
+            tel: None,
             sc,
         }
     }
@@ -313,7 +318,24 @@ impl Simulation {
     /// `flow_records()` report the state at that instant. Checking a counter every 2^16 events
     /// keeps the hot path as it was; the observer may read the wall clock, the model never does.
     pub fn run_observed(&mut self, observe: &mut dyn FnMut(&Progress) -> bool) -> bool {
+        self.run_with(observe, None)
+    }
+
+    /// Like [`Simulation::run_observed`], and if the scenario has `[telemetry]` on, hands its
+    /// rows to `sink`: at each interval boundary, before the first event past it, and at the
+    /// end (the last, partial interval). Sampling only reads the world, so the run's results
+    /// are those of [`Simulation::run_observed`].
+    pub fn run_with(
+        &mut self,
+        observe: &mut dyn FnMut(&Progress) -> bool,
+        mut sink: Option<&mut dyn TelemetrySink>,
+    ) -> bool {
         let mut stopped = false;
+        // With telemetry off this stays MAX, and the loop's one comparison never holds.
+        let mut next_sample = match sink.as_deref_mut() {
+            Some(s) => self.start_telemetry(s),
+            None => SimTime::MAX,
+        };
         if !self.control.rates_computed() {
             let mut cx = cx!(self);
             self.control
@@ -327,9 +349,17 @@ impl Simulation {
                 self.now = cap;
                 break;
             }
+            if t > next_sample {
+                if let Some(s) = sink.as_deref_mut() {
+                    next_sample = self.sample_before(t, s);
+                }
+            }
             self.now = t;
             self.event_count += 1;
             if self.event_count & (OBSERVE_EVENTS - 1) == 0 {
+                if let Some(s) = sink.as_deref_mut() {
+                    self.drain_telemetry_events(s);
+                }
                 let p = Progress {
                     now: t,
                     events: self.event_count,
@@ -366,6 +396,9 @@ impl Simulation {
             }
         }
         self.ended = Some(self.now);
+        if let Some(s) = sink {
+            self.finish_telemetry(self.now, s);
+        }
         stopped
     }
 

@@ -29,6 +29,12 @@ impl Simulation {
         (mean, p.max_bytes)
     }
 
+    /// Bytes egress port `port` holds (queued or in service) when the run ended.
+    pub fn port_bytes_held(&self, port: PortId) -> u64 {
+        let end = self.ended.unwrap_or(self.now);
+        self.fabric.ports[port.idx()].occupancy_at(end).1
+    }
+
     /// Packets the port dropped (its buffer was full).
     pub fn port_drops(&self, port: PortId) -> u64 {
         self.fabric.ports[port.idx()].stats.drops

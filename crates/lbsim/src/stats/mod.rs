@@ -2,6 +2,7 @@
 
 pub mod bound;
 pub mod collectives;
+pub mod telemetry;
 
 use serde::Serialize;
 

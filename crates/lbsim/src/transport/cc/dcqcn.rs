@@ -209,6 +209,9 @@ impl CongestionControl for Dcqcn {
     fn rate(&mut self, now: SimTime) -> Option<BitsPerSec> {
         Some(Dcqcn::rate(self, now))
     }
+    fn current_rate(&self) -> Option<BitsPerSec> {
+        Some(BitsPerSec(self.rc.round() as u64))
+    }
     fn on_send(&mut self, now: SimTime, bytes: u64) {
         self.advance(now);
         self.bytes += bytes;

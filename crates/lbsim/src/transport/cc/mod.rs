@@ -152,6 +152,11 @@ pub trait CongestionControl: std::fmt::Debug {
     fn rate(&mut self, _now: SimTime) -> Option<BitsPerSec> {
         None
     }
+    /// The pacing rate as of the last update, read without advancing the CC's clock
+    /// (telemetry); None if it does not pace.
+    fn current_rate(&self) -> Option<BitsPerSec> {
+        None
+    }
     fn on_send(&mut self, _now: SimTime, _bytes: u64) {}
     fn on_ack(&mut self, _s: &AckSample) {}
     /// Loss recovery declared `bytes` of payload lost.
@@ -231,6 +236,11 @@ impl Cc {
     #[inline]
     pub fn window(&self) -> Option<u64> {
         self.0.as_ref().and_then(|c| c.window())
+    }
+
+    /// [`CongestionControl::current_rate`]: read only, for telemetry.
+    pub fn current_rate(&self) -> Option<BitsPerSec> {
+        self.0.as_ref().and_then(|c| c.current_rate())
     }
 
     #[inline]

@@ -236,7 +236,7 @@ impl Swift {
     }
 
     /// With cwnd under one packet, one packet per `srtt x MSS / cwnd`.
-    pub fn pacing_rate(&mut self) -> Option<BitsPerSec> {
+    pub fn pacing_rate(&self) -> Option<BitsPerSec> {
         if self.cwnd >= self.mss {
             return None;
         }
@@ -279,6 +279,9 @@ impl CongestionControl for Swift {
         Some(Swift::window(self))
     }
     fn rate(&mut self, _now: SimTime) -> Option<BitsPerSec> {
+        self.pacing_rate()
+    }
+    fn current_rate(&self) -> Option<BitsPerSec> {
         self.pacing_rate()
     }
     fn on_send(&mut self, _now: SimTime, _bytes: u64) {}
