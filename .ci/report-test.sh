@@ -68,7 +68,7 @@ figs=$(grep -o '<figure id=' "$OUT/report.dom.html" | wc -l)
 reads=$(grep -o '<span class="read">[^<]' "$OUT/report.dom.html" | wc -l)
 [ "$figs" -eq "$reads" ] || { echo "$figs figures but $reads captions" >&2; exit 1; }
 # A run report (FSDP: collective and host timelines) and a compare report, in the browser too.
-"$LBSIM" run scenarios/llama3-7b-small.toml --out "$OUT/run" --quiet >/dev/null
+"$LBSIM" run scenarios/llama3-7b-small.toml --set telemetry.enabled=true --set 'telemetry.flows=[0, 1, 2]' --out "$OUT/run" --quiet >/dev/null
 "$LBSIM" compare --set topology.k=4 --set workload.message_bytes=65536 --schemes ecmp,host_spray,reps,ofan --out "$OUT/cmp" >/dev/null
 for d in run cmp; do
   "$LBSIM" report "$OUT/$d" -o "$OUT/$d/report.html" >/dev/null
@@ -78,7 +78,7 @@ for d in run cmp; do
   grep -q 'data-report-ready="1"' "$OUT/$d-report.dom.html" || { echo "$d report script did not run" >&2; exit 1; }
   [ "$(stat -c %s "$OUT/$d-report.png")" -gt 20000 ] || { echo "$d report screenshot missing or blank" >&2; exit 1; }
 done
-for id in run-summary fig-run-fct fig-run-timeline-ofan fig-run-flows-ofan; do
+for id in run-summary fig-run-fct fig-run-timeline-ofan fig-run-flows-ofan fig-tel-util-ofan fig-tel-queue-heat-ofan fig-tel-queue-agg-up-ofan fig-tel-window-ofan; do
   grep -q "id=\"$id\"" "$OUT/run-report.dom.html" || { echo "run report: missing #$id" >&2; exit 1; }
 done
 grep -q 'id="fig-run-cct"' "$OUT/cmp-report.dom.html" || { echo "compare report: missing #fig-run-cct" >&2; exit 1; }

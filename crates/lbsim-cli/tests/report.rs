@@ -191,3 +191,57 @@ fn report_of_a_run_and_of_a_compare_directory() {
         "{e}"
     );
 }
+
+#[test]
+fn run_report_shows_telemetry_from_parquet_and_csv_alike() {
+    let d = tmpdir("tel");
+    let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/llama3-7b-small.toml");
+    let mut sections = Vec::new();
+    for format in ["parquet", "csv"] {
+        let run = d.join(format);
+        ok(&lbsim(&[
+            "run",
+            scenario.to_str().unwrap(),
+            "--set",
+            "workload.iterations=1",
+            "--set",
+            "telemetry.enabled=true",
+            "--set",
+            "telemetry.sample_ns=5000",
+            "--set",
+            "telemetry.flows=[0, 1]",
+            "--set",
+            &format!("telemetry.format={format}"),
+            "--out",
+            run.to_str().unwrap(),
+            "--quiet",
+        ]));
+        let html_path = run.join("report.html");
+        ok(&lbsim(&[
+            "report",
+            run.to_str().unwrap(),
+            "-o",
+            html_path.to_str().unwrap(),
+        ]));
+        let html = std::fs::read_to_string(&html_path).unwrap();
+        for id in [
+            "fig-tel-util-ofan",
+            "fig-tel-queue-heat-ofan",
+            "fig-tel-queue-tor-up-ofan",
+            "fig-tel-queue-tor-down-ofan",
+            "fig-tel-window-ofan",
+        ] {
+            assert!(
+                html.contains(&format!("id=\"{id}\"")),
+                "{format}: missing #{id}"
+            );
+        }
+        assert!(!html.contains("No telemetry"));
+        sections.push(html[html.find("<section id=\"telemetry\"").unwrap()..].to_string());
+    }
+    assert_eq!(
+        sections[0], sections[1],
+        "the same figures from either format"
+    );
+}
