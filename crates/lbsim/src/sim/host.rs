@@ -129,6 +129,13 @@ impl Hosts {
         cx.push(cx.now, Event::HostWake(h));
     }
 
+    /// PFC: host `h`'s NIC was paused by its ToR and may send again.
+    pub(super) fn on_nic_resumed(&mut self, cx: &mut Cx, h: HostId) {
+        if !self.hosts[h.idx()].active.is_empty() {
+            self.schedule_wake(cx, h);
+        }
+    }
+
     pub(super) fn on_flow_start(&mut self, e: &mut Env, f: FlowId) {
         if e.flows[f.idx()].started.is_some() {
             return;
@@ -261,6 +268,10 @@ impl Hosts {
         }
         let p = &mut e.fabric.ports[port.idx()];
         p.sync(now);
+        // PFC: a paused NIC pulls no data; its resume wakes the host.
+        if p.paused {
+            return;
+        }
         let ready = p.busy_until.max(host.next_send);
         // A wake-up already due by then covers this; a later one (a paced flow's) does not.
         if host.wake_pending && host.wake_at <= ready.max(now) {
