@@ -309,9 +309,14 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
         }
     }
     let trim = with_lr(LossRecoveryKind::Trim);
-    for key in ["trim_header_bytes", "control_buffer_bytes"] {
+    for key in [
+        "trim_header_bytes",
+        "return_to_sender",
+        "control_buffer_bytes",
+    ] {
         let unset = match key {
             "trim_header_bytes" => eff.topology.trim_header_bytes.is_none(),
+            "return_to_sender" => eff.topology.return_to_sender.is_none(),
             _ => eff.topology.control_buffer_bytes.is_none(),
         };
         if unset {

@@ -313,8 +313,15 @@ fn readme_documents_every_output_field() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let mut fields: Vec<String> = summary.as_object().unwrap().keys().cloned().collect();
     fields.push("interrupted".into());
-    // Fields present only with PFC: an incast through small buffers.
-    for extra in [&["topology.pfc=true", "transport.loss_recovery=go_back_n"][..]] {
+    // Fields present only with PFC, or when a trimmed header was returned: an incast through
+    // small data and control queues has both (PFC on the first, trimming on the second).
+    for extra in [
+        &["topology.pfc=true", "transport.loss_recovery=go_back_n"][..],
+        &[
+            "transport.loss_recovery=trim",
+            "topology.control_buffer_bytes=128",
+        ],
+    ] {
         let out = d.join("extra");
         let mut args = vec![
             "run",

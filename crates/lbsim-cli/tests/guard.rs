@@ -414,6 +414,7 @@ fn show_prints_every_default_and_reads_back_the_same() {
             "flowlet_gap_us = 10.0",
             "erasure_extra_packets = 25",
             "trim_header_bytes = 64",
+            "return_to_sender = true",
             "control_buffer_bytes = 800000",
             "pfc_xoff_bytes = 691684",
             "pfc_xon_bytes = 683368",

@@ -51,6 +51,10 @@ pub struct TopologyConfig {
     /// holds in its priority queue before dropping them (default: the data buffer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_buffer_bytes: Option<u64>,
+    /// Trimming: a trimmed header that meets a full control queue goes back to its sender, once,
+    /// which treats it as a NACK (NDP's return-to-sender; default on). Off: it is dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub return_to_sender: Option<bool>,
     /// Priority flow control (IEEE 802.1Qbb) on the data class: a switch pauses the upstream
     /// egress of an input port whose data held in the switch exceeds `pfc_xoff_bytes`, and resumes it at
     /// `pfc_xon_bytes`; `buffer_bytes` is then each input port's share of the switch buffer.
@@ -87,6 +91,7 @@ impl Default for TopologyConfig {
             ecn_pmax: None,
             trim_header_bytes: None,
             control_buffer_bytes: None,
+            return_to_sender: None,
             pfc: false,
             pfc_xoff_bytes: None,
             pfc_xon_bytes: None,

@@ -177,6 +177,8 @@ pub struct Settings {
     pub control_buffer_bytes: u64,
     /// What is left of a trimmed packet.
     pub trim_header_bytes: u32,
+    /// Trimming: a header meeting a full control queue goes back to its sender (once).
+    pub return_to_sender: bool,
     /// PFC on the data class: (XOFF, XON) in bytes held from one input port.
     pub pfc: Option<(u64, u64)>,
     /// RED marking: Kmax and the probability there (None: step marking at the threshold).
@@ -235,6 +237,7 @@ impl Settings {
             buffer_bytes: t.buffer_bytes,
             control_buffer_bytes: t.control_buffer_bytes.unwrap_or(t.buffer_bytes),
             trim_header_bytes: t.trim_header_bytes.unwrap_or(defaults::TRIM_HEADER_BYTES),
+            return_to_sender: t.return_to_sender.unwrap_or(defaults::RETURN_TO_SENDER),
             pfc: t.pfc.then(|| {
                 let mtu = (file.packet.payload_bytes + file.packet.header_bytes) as u64;
                 t.pfc_thresholds(t.pfc_headroom_for(&file.packet), mtu)
@@ -288,6 +291,7 @@ impl ScenarioFile {
         }
         if lr == LossRecoveryKind::Trim {
             t.trim_header_bytes.get_or_insert(TRIM_HEADER_BYTES);
+            t.return_to_sender.get_or_insert(RETURN_TO_SENDER);
         }
         if lr == LossRecoveryKind::Trim || f.transport.cc == CcKind::Eqds || t.pfc {
             t.control_buffer_bytes.get_or_insert(t.buffer_bytes);

@@ -40,6 +40,8 @@ pub(super) struct Fabric {
     pub(super) ctrl_cap: u64,
     /// Switches trim instead of dropping data (NDP).
     trim: bool,
+    /// A trimmed header meeting a full control queue goes back to its sender (NDP).
+    rts: bool,
     trim_header: u16,
     /// Alternates NDP's choice between trimming the arriving or the newest queued packet.
     trim_coin: bool,
@@ -134,6 +136,8 @@ impl Fabric {
             prio,
             ctrl_cap: st.control_buffer_bytes,
             trim: st.loss_recovery == crate::transport::LossRecoveryKind::Trim,
+            rts: st.loss_recovery == crate::transport::LossRecoveryKind::Trim
+                && st.return_to_sender,
             trim_header: st.trim_header_bytes as u16,
             trim_coin: false,
             red: st.red,
@@ -345,8 +349,31 @@ impl Fabric {
         };
         match self.enqueue(cx, out, i, from) {
             None => Arrival::Forwarded,
+            Some(dropped) if self.rts && self.slots.pkt(dropped).kind == PacketKind::Header => {
+                self.return_to_sender(cx, topo, s, dropped, from)
+            }
             Some(dropped) => Arrival::Lost(dropped),
         }
+    }
+
+    /// NDP's return-to-sender: switch `s` sends the trimmed header in slot `i`, which met a full
+    /// control queue, back toward its sender as a control packet (which, meeting a full queue
+    /// again, is dropped).
+    #[cold]
+    fn return_to_sender(
+        &mut self,
+        cx: &mut Cx,
+        topo: &Topology,
+        s: SwitchId,
+        i: u32,
+        from: PortId,
+    ) -> Arrival {
+        let p = self.slots.pkt_mut(i);
+        p.kind = PacketKind::Returned;
+        std::mem::swap(&mut p.src, &mut p.dst);
+        cx.counters.returned += 1;
+        cx.counters.acks_sent += 1;
+        self.forward(cx, topo, s, i, from)
     }
 
     /// `enqueue` with PFC on: control packets go ahead in their own buffer and are never

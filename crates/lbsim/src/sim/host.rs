@@ -433,6 +433,24 @@ impl Hosts {
                 got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
                 got.wake = Some(f);
             }
+            PacketKind::Returned => {
+                e.cx.counters.acks_delivered += 1;
+                // Like a NACK: the path's queue overflowed twice over.
+                self.lbs.on_ack(
+                    f,
+                    AckInfo {
+                        entropy: packet.entropy,
+                        ecn: true,
+                        sent_at: packet.sent_at,
+                        now,
+                    },
+                );
+                if flow.on_returned(&packet, now) {
+                    got.done = Some((f, false));
+                }
+                got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
+                got.wake = Some(f);
+            }
             PacketKind::Pull => {
                 e.cx.counters.acks_delivered += 1;
                 flow.on_credit(now);

@@ -120,6 +120,9 @@ pub struct Counters {
     pub unroutable: u64,
     /// Data packets trimmed to their headers (still counted as data; delivered as headers).
     pub trimmed: u64,
+    /// Trimmed headers sent back to their senders (no longer data: counted in `acks_sent`
+    /// from then on).
+    pub returned: u64,
     /// Data packets the receiver did not use: already held, or out of order under go-back-N.
     pub discarded: u64,
 }

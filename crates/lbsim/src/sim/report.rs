@@ -264,6 +264,7 @@ impl Simulation {
             retransmissions: self.flows.iter().map(|f| f.retransmissions).sum(),
             packets_trimmed: self.counters.trimmed,
             discarded_packets: self.counters.discarded,
+            rts_packets: (self.counters.returned > 0).then_some(self.counters.returned),
             pfc_pause_frames: pfc.as_ref().map(|p| p.0),
             pfc_pause_ps: pfc.as_ref().map(|p| p.1),
             pfc_max_port_pause_ps: pfc.as_ref().map(|p| p.2),

@@ -76,6 +76,10 @@ pub struct Summary {
     /// Data packets a receiver did not use: already held (spurious retransmissions), or out of
     /// order under go-back-N. Nothing is handed to the application twice.
     pub discarded_packets: u64,
+    /// Trimmed headers sent back to their senders (NDP's return-to-sender), present only when
+    /// there were any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rts_packets: Option<u64>,
     /// PFC (present only with `topology.pfc`): PAUSE frames sent, and how long egress ports
     /// were paused (summed over ports, the most of one port, how many ports were paused at
     /// all, and the most paused ports as `link=ps`, longest first).
