@@ -102,6 +102,9 @@ const SENSITIVITY_SCHEMES: &[&str] = &[
     "host_dr",
     "ofan",
 ];
+/// Switch buffers of the RoCE experiment: PFC needs the headroom (108,316 bytes at 800 Gb/s and
+/// 0.5 us cables) below the buffer; 200 KB leaves XOFF at 91,684 bytes and drops without PFC.
+const ROCE_BUFFER_BYTES: u64 = 200_000;
 /// The O(1)-queue schemes of finding 8.
 const PAYLOAD_SCHEMES: &[&str] = &["host_dr", "ofan"];
 const QUEUE_SCHEMES: &[&str] = &[
@@ -186,6 +189,14 @@ fn experiments(sc: &Scale) -> Vec<(&'static str, String)> {
                 list(sc.payloads, false)
             ),
         ),
+        (
+            "08-roce",
+            format!(
+                "# RoCE as deployed: go-back-N + DCQCN, 200 KB buffers, permutation, with and without PFC.\n{}[base.transport]\nloss_recovery = \"go_back_n\"\ncc = \"dcqcn\"\n[grid]\n\"load_balancing.scheme\" = [{}]\n\"topology.pfc\" = [false, true]\n",
+                base(&format!("buffer_bytes = {ROCE_BUFFER_BYTES}\n")),
+                list(FAILURE_SCHEMES, true)
+            ),
+        ),
     ]
 }
 
@@ -261,6 +272,7 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
     let buf = load("05-buffer")?;
     let msg = load("06-message-size")?;
     let pay = load("07-payload")?;
+    let roce = load("08-roce")?;
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -525,7 +537,50 @@ fn findings(out: &Path, scale: &str) -> Result<String> {
          send completion (the fork's send_done_trigger) rather than on receipt as lbsim does.\n",
     );
     o.push_str("Failure-rate sweep (04-failure-rate): see the report's failure figures.\n");
+    o.push_str(&roce_note(&roce));
     Ok(o)
+}
+
+/// Not one of the study's findings: RoCE as deployed (go-back-N + DCQCN) with and without PFC,
+/// per scheme: mean CCT/bound, retransmissions and PAUSE frames.
+fn roce_note(s: &SweepData) -> String {
+    let Some(pfc) = s.key("topology.pfc") else {
+        return "RoCE (08-roce): missing data\n".into();
+    };
+    let mut o = String::from(
+        "RoCE as deployed (08-roce; go-back-N + DCQCN, 200 KB buffers, permutation): CCT/bound, \
+         retransmissions and PAUSE frames (means over seeds), without -> with PFC:\n",
+    );
+    let avg = |f: &dyn Fn(&crate::sweep::RunRecord) -> bool, field: &str| {
+        let v: Vec<f64> = s
+            .runs
+            .iter()
+            .filter(|r| f(r))
+            .filter_map(|r| num(r, field))
+            .collect();
+        report::stats(&v).map(|x| x.0)
+    };
+    for scheme in first_schemes(s) {
+        let at = |on: &'static str| {
+            let scheme = scheme.clone();
+            move |r: &crate::sweep::RunRecord| text(r, "scheme") == scheme && s.value(r, pfc) == on
+        };
+        let (off, on) = (at("false"), at("true"));
+        let _ = writeln!(
+            o,
+            "   {scheme}: {} -> {}; {} -> {} retransmissions; {} frames",
+            f3(mean(s, &off)),
+            f3(mean(s, &on)),
+            f3(avg(&off, "retransmissions")),
+            f3(avg(&on, "retransmissions")),
+            f3(avg(&on, "pfc_pause_frames")),
+        );
+    }
+    o.push_str(
+        "   PFC removes the losses, so ECMP's go-back-N stops resending; sprayed packets arrive \
+         out of order, which go-back-N discards and resends with or without PFC.\n",
+    );
+    o
 }
 
 /// Finding 8: the study's optimum payload P - H = sqrt(H x D / alpha) against the payload sweep.
