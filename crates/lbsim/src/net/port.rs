@@ -168,7 +168,7 @@ pub struct Port {
     /// PFC: the next entry whose departure the switch's input counters have not yet seen
     /// (see [`Port::take_departed`]).
     pfc_next: u32,
-    /// PFC: the port is paused; waiting data has no departure (`tx_end` = MAX) until resumed.
+    /// PFC: the port is paused; waiting data has no departure (`UNSCHEDULED`) until resumed.
     pub paused: bool,
     // Line 2.
     /// Integral of held bytes over time, in byte-picoseconds, from time zero to the departure of
@@ -217,6 +217,11 @@ pub struct PortStats {
 }
 
 impl Port {
+    /// PFC: the departure of data a pause holds back, far beyond any run (simulated time stays
+    /// below 2^62 ps) and far enough below `u64::MAX` that adding a latency cannot overflow; an
+    /// arrival event computed from it is stale and never reached.
+    pub const UNSCHEDULED: SimTime = SimTime(u64::MAX >> 1);
+
     /// Packets this port has accepted (modulo 2^32): a per-port count that no other port's
     /// traffic moves.
     #[inline]
@@ -430,7 +435,7 @@ impl Port {
     /// The first waiting entry without a departure (a paused port's waiting data), or `tail`.
     fn first_unscheduled(&self) -> u32 {
         let mut at = self.dep;
-        while at != self.tail && self.at(at).tx_end != SimTime::MAX {
+        while at != self.tail && self.at(at).tx_end != Port::UNSCHEDULED {
             at = at.wrapping_add(1);
         }
         at
@@ -446,6 +451,8 @@ impl Port {
     /// control packets waiting (the entries with departures), ahead of the paused data, which
     /// moves back one place and keeps no departure. Returns whether it became the head (nothing
     /// was on the wire), so that the caller schedules its arrival.
+    #[cold]
+    #[inline(never)]
     fn insert_paused(&mut self, now: SimTime, i: u32, bytes: u16) -> bool {
         let at = self.first_unscheduled();
         let tx_end = self.busy_until.max(now) + self.serialization(bytes);
@@ -471,15 +478,11 @@ impl Port {
     }
 
     /// A paused port accepts a data packet (after `sync` and the admission check): it waits,
-    /// without a departure, until the port resumes.
+    /// without a departure, until the port resumes. (Control packets go through `push`.)
     pub fn push_paused(&mut self, now: SimTime, i: u32, slots: &Slots) {
-        debug_assert!(self.paused && self.prio);
         let p = slots.pkt(i);
         let (bytes, data) = (p.wire_bytes, p.kind == PacketKind::Data);
-        if !data {
-            self.push(now, i, slots);
-            return;
-        }
+        debug_assert!(self.paused && self.prio && data, "data on a paused port");
         if self.len() == self.ring.len() {
             self.grow();
         }
@@ -489,7 +492,7 @@ impl Port {
         self.paused_bytes += bytes as u64;
         let tail = self.tail;
         *self.at_mut(tail) = Held {
-            tx_end: SimTime::MAX,
+            tx_end: Port::UNSCHEDULED,
             slot: i,
             bytes,
             data,
@@ -523,7 +526,7 @@ impl Port {
             let e = *self.at(n);
             self.area -= e.bytes as u128 * (e.tx_end.0 - now.0) as u128;
             self.paused_bytes += e.bytes as u64;
-            self.at_mut(n).tx_end = SimTime::MAX;
+            self.at_mut(n).tx_end = Port::UNSCHEDULED;
             n = n.wrapping_add(1);
         }
     }
@@ -566,7 +569,8 @@ impl Port {
         t
     }
 
-    /// When the next packet finishes serializing (MAX: none scheduled); call after `sync`.
+    /// When the next packet finishes serializing (MAX: none; `UNSCHEDULED`: paused data);
+    /// call after `sync`.
     #[inline]
     pub fn next_departure(&self) -> SimTime {
         self.dep_end
@@ -662,7 +666,7 @@ impl Port {
         while n != self.dep {
             n = n.wrapping_sub(1);
             let e = self.at(n);
-            if e.tx_end == SimTime::MAX {
+            if e.tx_end == Port::UNSCHEDULED {
                 continue; // paused data: counted above, up to `end`
             }
             if e.tx_end <= end {
@@ -828,7 +832,7 @@ mod tests {
                 .map(|x| (st.pkt(x.slot).seq, x.tx_end.0 / 1000))
                 .collect()
         };
-        let max = SimTime::MAX.0 / 1000;
+        let max = Port::UNSCHEDULED.0 / 1000;
         assert_eq!(
             order(&p),
             vec![(0, 80), (9, 88), (1, max), (2, max), (3, max)]
@@ -837,7 +841,7 @@ mod tests {
         let mid = (80 + 150 + 150 + 90) * 1000 * 1000 + 100 * 38 * 1000;
         assert_eq!(p.area_until(ns(150)), mid as u128);
         p.sync(ns(150));
-        assert_eq!(p.next_departure(), SimTime::MAX);
+        assert_eq!(p.next_departure(), Port::UNSCHEDULED);
         assert_eq!((p.queued_bytes, p.data_bytes()), (3000, 3000));
         // Resumed at 200 ns: data 1, 2, 3 back to back.
         p.sync(ns(200));

@@ -265,14 +265,14 @@ impl Fabric {
         flows: &[Flow],
         port: PortId,
     ) -> Arrival {
-        if p_is_switch_egress(&self.pfc, port) {
-            // The input counters see the head leave before its slot moves on.
-            self.pfc_sync(cx, port);
+        if self.pfc.is_some() && !self.pfc_arrival(cx, port) {
+            return Arrival::Forwarded; // a stale event: nothing arrived
         }
         let p = &mut self.ports[port.idx()];
         let i = p.pop_arrived(cx.now);
-        // A paused port's waiting data has no departure yet (PFC): its resume schedules it.
-        if let Some(next) = p.nth(0).filter(|n| n.tx_end != SimTime::MAX) {
+        if let Some(next) = p.nth(0) {
+            // (PFC: a paused port's waiting data departs at `Port::UNSCHEDULED`, far beyond any
+            // run; that event is stale, and the resume schedules the real one.)
             cx.push(next.tx_end + p.latency, Event::Arrive(port));
             // The next packet to arrive is read then, the one after it later still: ask for
             // their lines now. A host handles an arrival with its flow's line: fetch that too.
@@ -303,84 +303,82 @@ impl Fabric {
         }
     }
 
-    /// Switch `s` forwards the packet in slot `i`, which came in by port `from`.
+    /// Switch `s` forwards the packet in slot `i`, which came in by port `from`. A trimmed
+    /// header that its queue refuses goes round once more, turned back toward its sender
+    /// (return-to-sender), as one loop so that the policy and admission stay inlined once.
     #[inline]
     fn forward(
         &mut self,
         cx: &mut Cx,
         topo: &Topology,
         s: SwitchId,
-        i: u32,
+        mut i: u32,
         from: PortId,
     ) -> Arrival {
-        let packet = *self.slots.pkt(i);
-        let out = match topo.route(s, packet.dst) {
-            Route::Port(p) => p,
-            Route::Group { first, n } => {
-                let is_ack = !packet.kind.is_forward();
-                let weights = self.weights.get(s, packet.dst.0 / self.hosts_per_tor);
-                if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
-                    // Converged routing knows no path to the destination from here.
-                    cx.counters.unroutable += 1;
-                    return Arrival::Lost(i);
-                }
-                let view = PacketView {
-                    weights,
-                    epoch: self.routing_epoch,
-                    src: packet.src,
-                    dst: packet.dst,
-                    flow_key: flow_key(packet.flow, is_ack),
-                    entropy: packet.entropy,
-                    is_ack,
-                    now: cx.now,
-                };
-                let group = &mut self.ports[first.idx()..first.idx() + n as usize];
-                // Queue-reading policies must see occupancy as of now.
-                if self.sync_groups {
-                    for p in group.iter_mut() {
-                        p.sync(cx.now);
+        loop {
+            let packet = *self.slots.pkt(i);
+            let out = match topo.route(s, packet.dst) {
+                Route::Port(p) => p,
+                Route::Group { first, n } => {
+                    let is_ack = !packet.kind.is_forward();
+                    let weights = self.weights.get(s, packet.dst.0 / self.hosts_per_tor);
+                    if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
+                        // Converged routing knows no path to the destination from here.
+                        cx.counters.unroutable += 1;
+                        return Arrival::Lost(i);
                     }
+                    let view = PacketView {
+                        weights,
+                        epoch: self.routing_epoch,
+                        src: packet.src,
+                        dst: packet.dst,
+                        flow_key: flow_key(packet.flow, is_ack),
+                        entropy: packet.entropy,
+                        is_ack,
+                        now: cx.now,
+                    };
+                    let group = &mut self.ports[first.idx()..first.idx() + n as usize];
+                    // Queue-reading policies must see occupancy as of now.
+                    if self.sync_groups {
+                        for p in group.iter_mut() {
+                            p.sync(cx.now);
+                        }
+                    }
+                    let group = &*group;
+                    let sw = &mut self.switches[s.idx()];
+                    let i = sw.lb.choose(&view, group, &mut sw.rng);
+                    PortId(first.0 + i as u32)
                 }
-                let group = &*group;
-                let sw = &mut self.switches[s.idx()];
-                let i = sw.lb.choose(&view, group, &mut sw.rng);
-                PortId(first.0 + i as u32)
+            };
+            match self.enqueue(cx, out, i, from) {
+                None => return Arrival::Forwarded,
+                Some(dropped) if self.rts && self.slots.pkt(dropped).kind == PacketKind::Header => {
+                    self.turn_around(cx, dropped);
+                    i = dropped;
+                }
+                Some(dropped) => return Arrival::Lost(dropped),
             }
-        };
-        match self.enqueue(cx, out, i, from) {
-            None => Arrival::Forwarded,
-            Some(dropped) if self.rts && self.slots.pkt(dropped).kind == PacketKind::Header => {
-                self.return_to_sender(cx, topo, s, dropped, from)
-            }
-            Some(dropped) => Arrival::Lost(dropped),
         }
     }
 
-    /// NDP's return-to-sender: switch `s` sends the trimmed header in slot `i`, which met a full
-    /// control queue, back toward its sender as a control packet (which, meeting a full queue
-    /// again, is dropped).
+    /// NDP's return-to-sender: the trimmed header in slot `i` met a full control queue and
+    /// goes back toward its sender as a control packet (which, meeting a full queue again, is
+    /// dropped).
     #[cold]
-    fn return_to_sender(
-        &mut self,
-        cx: &mut Cx,
-        topo: &Topology,
-        s: SwitchId,
-        i: u32,
-        from: PortId,
-    ) -> Arrival {
+    #[inline(never)]
+    fn turn_around(&mut self, cx: &mut Cx, i: u32) {
         let p = self.slots.pkt_mut(i);
         p.kind = PacketKind::Returned;
         std::mem::swap(&mut p.src, &mut p.dst);
         cx.counters.returned += 1;
         cx.counters.acks_sent += 1;
-        self.forward(cx, topo, s, i, from)
     }
 
     /// `enqueue` with PFC on: control packets go ahead in their own buffer and are never
     /// paused; a data packet is dropped only if its input port's share of the buffer is full
     /// (the headroom was too small), else counted against that input port, which a PAUSE
     /// stops above XOFF. A paused egress keeps the data waiting without a departure.
-    #[cold]
+    #[inline(never)]
     fn enqueue_pfc(&mut self, cx: &mut Cx, port: PortId, i: u32, from: PortId) -> Option<u32> {
         let (bytes, kind) = {
             let pk = self.slots.pkt(i);
@@ -425,8 +423,21 @@ impl Fabric {
         None
     }
 
+    /// PFC: before the head of `port` arrives, the input counters see it (and anything else
+    /// departed) leave, so that its slot can move on. Returns false for a stale event: the
+    /// head is not due now (it was paused after the event was scheduled).
+    #[inline(never)]
+    fn pfc_arrival(&mut self, cx: &mut Cx, port: PortId) -> bool {
+        let switch = self.pfc.as_ref().is_some_and(|p| port.0 >= p.hosts);
+        if switch {
+            self.pfc_sync(cx, port);
+        }
+        self.ports[port.idx()].head_arrival() == Some(cx.now)
+    }
+
     /// PFC: brings switch egress `port` up to date and lets the input counters see every
     /// packet that has finished serializing there; an input port that falls to XON is resumed.
+    #[inline(never)]
     fn pfc_sync(&mut self, cx: &mut Cx, port: PortId) {
         self.ports[port.idx()].sync(cx.now);
         loop {
@@ -450,10 +461,11 @@ impl Fabric {
     }
 
     /// PFC: makes sure an event is pending for switch egress `port`'s next departure.
+    #[inline(never)]
     fn arm_depart(&mut self, cx: &mut Cx, port: PortId) {
         let t = self.ports[port.idx()].next_departure();
         let pfc = self.pfc.as_mut().expect("pfc on");
-        if t < pfc.depart_at[port.idx()] {
+        if t < pfc.depart_at[port.idx()] && t < Port::UNSCHEDULED {
             pfc.depart_at[port.idx()] = t;
             cx.push(t, Event::Depart(port));
         }
@@ -461,6 +473,7 @@ impl Fabric {
 
     /// PFC: switch egress `port`'s next packet has finished serializing (or an event that an
     /// earlier one superseded: then nothing has, and the next is armed again).
+    #[inline(never)]
     pub(super) fn on_depart(&mut self, cx: &mut Cx, port: PortId) {
         let pfc = self.pfc.as_mut().expect("pfc on");
         if pfc.depart_at[port.idx()] <= cx.now {
@@ -472,6 +485,7 @@ impl Fabric {
 
     /// PFC: a PAUSE or RESUME frame reached egress `port`. Returns the host whose NIC just
     /// resumed, which may send again.
+    #[inline(never)]
     pub(super) fn on_pfc_frame(&mut self, cx: &mut Cx, port: PortId) -> Option<HostId> {
         let pfc = self.pfc.as_mut().expect("pfc on");
         let f = &mut pfc.frame_paused[port.idx()];
@@ -481,6 +495,7 @@ impl Fabric {
 
     /// PFC: a pause imposed on egress `port` from outside begins (`on`) or ends. Returns the
     /// host whose NIC just resumed.
+    #[inline(never)]
     pub(super) fn impose_pause(&mut self, cx: &mut Cx, port: PortId, on: bool) -> Option<HostId> {
         let pfc = self.pfc.as_mut().expect("pfc on");
         pfc.imposed[port.idx()] = on;
@@ -516,12 +531,6 @@ impl Fabric {
             Some(HostId(port.0))
         }
     }
-}
-
-/// PFC: whether `port` is a switch's egress (its departures feed input counters).
-#[inline]
-fn p_is_switch_egress(pfc: &Option<Box<Pfc>>, port: PortId) -> bool {
-    pfc.as_ref().is_some_and(|p| port.0 >= p.hosts)
 }
 
 /// Whether a data packet arriving at `p` now is CE-marked: above the threshold, always (step

@@ -130,6 +130,7 @@ impl Hosts {
     }
 
     /// PFC: host `h`'s NIC was paused by its ToR and may send again.
+    #[inline(never)]
     pub(super) fn on_nic_resumed(&mut self, cx: &mut Cx, h: HostId) {
         if !self.hosts[h.idx()].active.is_empty() {
             self.schedule_wake(cx, h);
@@ -349,6 +350,28 @@ impl Hosts {
         e.cx.push(ready, Event::HostWake(h));
     }
 
+    /// A trimmed header came back to its sender (return-to-sender): to the host policy a
+    /// congested path, to the flow a NACK. Rare, so kept out of `receive`'s inlined body.
+    #[cold]
+    #[inline(never)]
+    fn on_returned(&mut self, got: &mut Received, flow: &mut Flow, packet: &Packet, now: SimTime) {
+        let f = packet.flow;
+        self.lbs.on_ack(
+            f,
+            AckInfo {
+                entropy: packet.entropy,
+                ecn: true,
+                sent_at: packet.sent_at,
+                now,
+            },
+        );
+        if flow.on_returned(packet, now) {
+            got.done = Some((f, false));
+        }
+        got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
+        got.wake = Some(f);
+    }
+
     /// Host `h` takes the packet in slot `i`: data is handed to its flow's receiver (and
     /// answered), ACKs, NACKs and credits to its sender and host policy.
     #[inline]
@@ -435,21 +458,7 @@ impl Hosts {
             }
             PacketKind::Returned => {
                 e.cx.counters.acks_delivered += 1;
-                // Like a NACK: the path's queue overflowed twice over.
-                self.lbs.on_ack(
-                    f,
-                    AckInfo {
-                        entropy: packet.entropy,
-                        ecn: true,
-                        sent_at: packet.sent_at,
-                        now,
-                    },
-                );
-                if flow.on_returned(&packet, now) {
-                    got.done = Some((f, false));
-                }
-                got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
-                got.wake = Some(f);
+                self.on_returned(&mut got, flow, &packet, now);
             }
             PacketKind::Pull => {
                 e.cx.counters.acks_delivered += 1;
