@@ -315,17 +315,39 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
         }
     }
     let trim = with_lr(LossRecoveryKind::Trim);
-    for key in ["trim_header_bytes", "control_buffer_bytes"] {
+    for key in [
+        "trim_header_bytes",
+        "return_to_sender",
+        "control_buffer_bytes",
+    ] {
         let unset = match key {
             "trim_header_bytes" => eff.topology.trim_header_bytes.is_none(),
+            "return_to_sender" => eff.topology.return_to_sender.is_none(),
             _ => eff.topology.control_buffer_bytes.is_none(),
         };
         if unset {
             if let Some(v) = value(trim.clone(), "topology", key) {
-                let who = if key == "trim_header_bytes" {
-                    "loss_recovery trim"
-                } else {
-                    "loss_recovery trim and cc eqds (default: the buffer)"
+                let who = match key {
+                    "control_buffer_bytes" => {
+                        "loss_recovery trim, cc eqds and pfc (default: the buffer)"
+                    }
+                    _ => "loss_recovery trim",
+                };
+                notes.push((format!("topology.{key} = {v}"), who.into()));
+            }
+        }
+    }
+    if !eff.topology.pfc {
+        let mut f = eff.clone();
+        f.topology.pfc = true;
+        if f.transport.loss_recovery == LossRecoveryKind::Trim {
+            f.transport.loss_recovery = LossRecoveryKind::GoBackN;
+        }
+        for key in ["pfc_xoff_bytes", "pfc_xon_bytes"] {
+            if let Some(v) = value(f.clone(), "topology", key) {
+                let who = match key {
+                    "pfc_xoff_bytes" => "topology.pfc (default: the buffer less the headroom)",
+                    _ => "topology.pfc (default: XOFF less 2 MTU)",
                 };
                 notes.push((format!("topology.{key} = {v}"), who.into()));
             }

@@ -126,6 +126,9 @@ const HOSTS_SCHEMES: &[&str] = &[
     "host_dr",
     "ofan",
 ];
+/// Switch buffers of the RoCE experiment: PFC needs the headroom (108,316 bytes at 800 Gb/s and
+/// 0.5 us cables) below the buffer; 200 KB leaves XOFF at 91,684 bytes and drops without PFC.
+const ROCE_BUFFER_BYTES: u64 = 200_000;
 /// The O(1)-queue schemes of finding 8.
 const PAYLOAD_SCHEMES: &[&str] = &["host_dr", "ofan"];
 const QUEUE_SCHEMES: &[&str] = &[
@@ -230,6 +233,14 @@ fn experiments(sc: &Scale) -> Vec<(&'static str, String)> {
                 list(sc.hosts_a2a_k, false)
             ),
         ),
+        (
+            "10-roce",
+            format!(
+                "# RoCE as deployed: go-back-N + DCQCN, 200 KB buffers, permutation, with and without PFC.\n{}[base.transport]\nloss_recovery = \"go_back_n\"\ncc = \"dcqcn\"\n[grid]\n\"load_balancing.scheme\" = [{}]\n\"topology.pfc\" = [false, true]\n",
+                base(&format!("buffer_bytes = {ROCE_BUFFER_BYTES}\n")),
+                list(FAILURE_SCHEMES, true)
+            ),
+        ),
     ]
 }
 
@@ -255,8 +266,8 @@ pub fn main(a: PaperArgs) -> Result<()> {
             s.ran, s.skipped, s.seconds
         );
     }
-    let fs = findings(&a.out)?;
-    let findings = findings_markdown(&a.scale, &fs);
+    let (fs, roce) = findings(&a.out)?;
+    let findings = findings_markdown(&a.scale, &fs) + &roce;
     write_atomic(&a.out.join("findings.md"), findings.as_bytes())?;
     write_atomic(
         &a.out.join("findings.json"),
@@ -384,7 +395,7 @@ fn finding(
     }
 }
 
-fn findings(out: &Path) -> Result<Vec<Finding>> {
+fn findings(out: &Path) -> Result<(Vec<Finding>, String)> {
     let load = |n: &str| SweepData::load(&out.join(n));
     let ff = load("01-failure-free")?;
     let qs = load("02-queue-scaling")?;
@@ -392,6 +403,7 @@ fn findings(out: &Path) -> Result<Vec<Finding>> {
     let buf = load("05-buffer")?;
     let msg = load("06-message-size")?;
     let pay = load("07-payload")?;
+    let roce = load("10-roce")?;
     let mut fs = Vec::new();
 
     // 1 and 2: failure-free.
@@ -789,7 +801,49 @@ fn findings(out: &Path) -> Result<Vec<Finding>> {
             "Unresolved: the study's baseline, its per-layer sizes and compute time, and whether its rings chain steps on send completion (the fork's send_done_trigger) rather than on receipt as lbsim does.".into(),
         ],
     ));
-    Ok(fs)
+    Ok((fs, roce_note(&roce)))
+}
+
+/// Not one of the study's findings: RoCE as deployed (go-back-N + DCQCN) with and without PFC,
+/// per scheme: mean CCT/bound, retransmissions and PAUSE frames.
+fn roce_note(s: &SweepData) -> String {
+    let Some(pfc) = s.key("topology.pfc") else {
+        return "RoCE (10-roce): missing data\n".into();
+    };
+    let mut o = String::from(
+        "RoCE as deployed (10-roce; go-back-N + DCQCN, 200 KB buffers, permutation): CCT/bound, \
+         retransmissions and PAUSE frames (means over seeds), without -> with PFC:\n",
+    );
+    let avg = |f: &dyn Fn(&crate::sweep::RunRecord) -> bool, field: &str| {
+        let v: Vec<f64> = s
+            .runs
+            .iter()
+            .filter(|r| f(r))
+            .filter_map(|r| num(r, field))
+            .collect();
+        report::stats(&v).map(|x| x.0)
+    };
+    for scheme in first_schemes(s) {
+        let at = |on: &'static str| {
+            let scheme = scheme.clone();
+            move |r: &crate::sweep::RunRecord| text(r, "scheme") == scheme && s.value(r, pfc) == on
+        };
+        let (off, on) = (at("false"), at("true"));
+        let _ = writeln!(
+            o,
+            "   {scheme}: {} -> {}; {} -> {} retransmissions; {} frames",
+            f3(mean(s, &off)),
+            f3(mean(s, &on)),
+            f3(avg(&off, "retransmissions")),
+            f3(avg(&on, "retransmissions")),
+            f3(avg(&on, "pfc_pause_frames")),
+        );
+    }
+    o.push_str(
+        "   PFC removes the losses, so ECMP's go-back-N stops resending; sprayed packets arrive \
+         out of order, which go-back-N discards and resends with or without PFC.\n",
+    );
+    o
 }
 
 /// Finding 8: the study's optimum payload P - H = sqrt(H x D / alpha) against the payload sweep.

@@ -313,6 +313,42 @@ fn readme_documents_every_output_field() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let mut fields: Vec<String> = summary.as_object().unwrap().keys().cloned().collect();
     fields.push("interrupted".into());
+    // Fields present only with PFC, or when a trimmed header was returned: an incast through
+    // small data and control queues has both (PFC on the first, trimming on the second).
+    for extra in [
+        &["topology.pfc=true", "transport.loss_recovery=go_back_n"][..],
+        &[
+            "transport.loss_recovery=trim",
+            "topology.control_buffer_bytes=128",
+        ],
+    ] {
+        let out = d.join("extra");
+        let mut args = vec![
+            "run",
+            "--quiet",
+            "--set",
+            "topology.k=4",
+            "--set",
+            "topology.buffer_bytes=150000",
+            "--set",
+            "workload.kind=incast",
+            "--set",
+            "workload.fan_in=8",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        for s in extra {
+            args.extend(["--set", s]);
+        }
+        let o = lbsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        let keys = s.as_object().unwrap().keys();
+        let new: Vec<String> = keys.filter(|k| !fields.contains(k)).cloned().collect();
+        assert!(!new.is_empty(), "{extra:?} adds fields");
+        fields.extend(new);
+    }
     for csv in ["flows.csv", "collectives.csv"] {
         let text = std::fs::read_to_string(out.join(csv)).unwrap();
         let header = text.lines().next().unwrap();

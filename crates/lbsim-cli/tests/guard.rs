@@ -378,6 +378,16 @@ fn show_prints_every_default_and_reads_back_the_same() {
             "--set",
             "topology.ecn_kmax_bytes=400000",
         ],
+        &[
+            "--set",
+            "transport.cc=dcqcn",
+            "--set",
+            "topology.ecn_kmax_bytes=400000",
+            "--set",
+            "topology.pfc=true",
+            "--set",
+            "transport.loss_recovery=go_back_n",
+        ],
     ] {
         let mut args = vec!["show"];
         args.extend_from_slice(sets);
@@ -404,7 +414,10 @@ fn show_prints_every_default_and_reads_back_the_same() {
             "flowlet_gap_us = 10.0",
             "erasure_extra_packets = 25",
             "trim_header_bytes = 64",
+            "return_to_sender = true",
             "control_buffer_bytes = 800000",
+            "pfc_xoff_bytes = 691684",
+            "pfc_xon_bytes = 683368",
             "ecn_pmax = 1.0",
         ] {
             assert!(

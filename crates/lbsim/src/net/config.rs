@@ -51,6 +51,22 @@ pub struct TopologyConfig {
     /// holds in its priority queue before dropping them (default: the data buffer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_buffer_bytes: Option<u64>,
+    /// Trimming: a trimmed header that meets a full control queue goes back to its sender, once,
+    /// which treats it as a NACK (NDP's return-to-sender; default on). Off: it is dropped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub return_to_sender: Option<bool>,
+    /// Priority flow control (IEEE 802.1Qbb) on the data class: a switch pauses the upstream
+    /// egress of an input port whose data held in the switch exceeds `pfc_xoff_bytes`, and resumes it at
+    /// `pfc_xon_bytes`; `buffer_bytes` is then each input port's share of the switch buffer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pfc: bool,
+    /// PFC: pause above this many bytes held from one input port (default: the buffer less
+    /// the headroom 2 x link latency x rate + 2 MTU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_xoff_bytes: Option<u64>,
+    /// PFC: resume at or below this many bytes (default: XOFF less 2 MTU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_xon_bytes: Option<u64>,
     /// An htsim `.topo` tier file (relative to the scenario file): sets `kind` and the sizes,
     /// `link_gbps`, the latencies and (with Queue_*) `buffer_bytes` from it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,6 +91,10 @@ impl Default for TopologyConfig {
             ecn_pmax: None,
             trim_header_bytes: None,
             control_buffer_bytes: None,
+            return_to_sender: None,
+            pfc: false,
+            pfc_xoff_bytes: None,
+            pfc_xon_bytes: None,
             htsim_topo: None,
         }
     }
@@ -101,6 +121,47 @@ impl Default for PacketConfig {
 }
 
 impl TopologyConfig {
+    /// PFC headroom: what can still arrive from an input port after it crosses XOFF, for the
+    /// fastest link of `rate_bps` (bits per second) with `latency_ps` of cable: the pause frame's
+    /// trip up and the data already on the wire back (2 x latency x rate), the frame the
+    /// upstream port is sending when the pause lands and the one that crossed XOFF (2 MTU).
+    pub fn pfc_headroom(&self, rate_bps: u64, latency_ps: u64, mtu: u64) -> u64 {
+        let wire = (2 * latency_ps as u128 * rate_bps as u128).div_ceil(8_000_000_000_000);
+        wire as u64 + 2 * mtu
+    }
+
+    /// The fastest link's rate in bits per second: the host links, or a leaf-spine's uplinks
+    /// if oversubscription below 1 makes them faster.
+    pub fn fastest_link_bps(&self) -> u64 {
+        let mut gbps = self.link_gbps;
+        if self.kind == TopologyKind::LeafSpine {
+            let up = self.hosts_per_leaf as f64 * self.link_gbps
+                / (self.spines.max(1) as f64 * self.oversubscription);
+            if up.is_finite() {
+                gbps = gbps.max(up);
+            }
+        }
+        crate::time::BitsPerSec::from_gbps(gbps).0
+    }
+
+    /// PFC headroom for these links and packets (see `pfc_headroom`).
+    pub fn pfc_headroom_for(&self, pk: &PacketConfig) -> u64 {
+        let latency = crate::time::SimTime::from_ns_f64(self.link_latency_ns).ps();
+        let mtu = (pk.payload_bytes + pk.header_bytes) as u64;
+        self.pfc_headroom(self.fastest_link_bps(), latency, mtu)
+    }
+
+    /// PFC's (XOFF, XON) as given or defaulted (see `defaults::PFC_XON_MTUS`).
+    pub fn pfc_thresholds(&self, headroom: u64, mtu: u64) -> (u64, u64) {
+        let xoff = self
+            .pfc_xoff_bytes
+            .unwrap_or(self.buffer_bytes.saturating_sub(headroom));
+        let xon = self
+            .pfc_xon_bytes
+            .unwrap_or(xoff.saturating_sub(defaults::PFC_XON_MTUS * mtu));
+        (xoff, xon)
+    }
+
     /// The ECN marking threshold Kmin: `ecn_threshold_bytes`, or its default share of the
     /// buffer.
     pub fn ecn_threshold(&self) -> u64 {

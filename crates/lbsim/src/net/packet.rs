@@ -15,6 +15,10 @@ pub enum PacketKind {
     Nack,
     /// EQDS credit: the receiver lets the sender put one more packet on the wire.
     Pull,
+    /// A trimmed header that met a full control queue and was sent back to its sender (NDP's
+    /// return-to-sender), which resends the packet as on a NACK. A control packet: one that
+    /// meets a full queue again is dropped.
+    Returned,
 }
 
 impl PacketKind {

@@ -29,6 +29,8 @@ const NIL: u32 = u32::MAX;
 struct Slot {
     pkt: Packet,
     next: u32,
+    /// PFC: the port the packet reached its current switch by (its input port there).
+    ingress: u32,
 }
 
 /// Every port's packets, plus a free list used as a stack.
@@ -57,7 +59,11 @@ impl Slots {
     /// the caller hands the slot to `Port::push` or back to `release`.
     #[inline]
     pub fn insert(&mut self, pkt: Packet) -> u32 {
-        let slot = Slot { pkt, next: NIL };
+        let slot = Slot {
+            pkt,
+            next: NIL,
+            ingress: NIL,
+        };
         let i = self.free;
         if i == NIL {
             assert!(
@@ -82,6 +88,18 @@ impl Slots {
     #[inline]
     pub fn pkt_mut(&mut self, i: u32) -> &mut Packet {
         &mut self.slots[i as usize].pkt
+    }
+
+    /// PFC: records that the packet in slot `i` entered its switch by port `ingress`.
+    #[inline]
+    pub fn set_ingress(&mut self, i: u32, ingress: u32) {
+        self.slots[i as usize].ingress = ingress;
+    }
+
+    /// PFC: the port the packet in slot `i` entered its switch by.
+    #[inline]
+    pub fn ingress(&self, i: u32) -> u32 {
+        self.slots[i as usize].ingress
     }
 
     /// Slots holding a packet (for conservation checks).
@@ -147,6 +165,11 @@ pub struct Port {
     /// Picoseconds per byte when the rate divides 8e12 exactly (the common case), for a cheap
     /// serialization time; otherwise 0 and the exact division is used.
     ps_per_byte: u32,
+    /// PFC: the next entry whose departure the switch's input counters have not yet seen
+    /// (see [`Port::take_departed`]).
+    pfc_next: u32,
+    /// PFC: the port is paused; waiting data has no departure (`UNSCHEDULED`) until resumed.
+    pub paused: bool,
     // Line 2.
     /// Integral of held bytes over time, in byte-picoseconds, from time zero to the departure of
     /// every packet accepted so far: each packet adds its size times its stay (acceptance to
@@ -172,6 +195,10 @@ pub struct Port {
     /// Whether packets reaching the far end are lost (failures).
     pub fault: Fault,
     pub stats: PortStats,
+    /// PFC: bytes of waiting data whose departure a pause left unknown, and since when the
+    /// occupancy integral has counted them.
+    paused_bytes: u64,
+    paused_since: SimTime,
 }
 
 /// Counters of rare events.
@@ -181,9 +208,20 @@ pub struct PortStats {
     pub ecn_marks: u64,
     /// Packets lost on the link (down or flaky).
     pub link_losses: u64,
+    /// PFC: how long the port has been paused in all, up to `paused_at` if it is paused now.
+    pub pause_total: SimTime,
+    /// PFC: when the current pause began.
+    pub paused_at: SimTime,
+    /// PFC: how many times it was paused.
+    pub pauses: u64,
 }
 
 impl Port {
+    /// PFC: the departure of data a pause holds back, far beyond any run (simulated time stays
+    /// below 2^62 ps) and far enough below `u64::MAX` that adding a latency cannot overflow; an
+    /// arrival event computed from it is stale and never reached.
+    pub const UNSCHEDULED: SimTime = SimTime(u64::MAX >> 1);
+
     /// Packets this port has accepted (modulo 2^32): a per-port count that no other port's
     /// traffic moves.
     #[inline]
@@ -207,6 +245,8 @@ impl Port {
             dep: 0,
             tail: 0,
             ps_per_byte: ps_per_byte(rate),
+            pfc_next: 0,
+            paused: false,
             area: 0,
             latency,
             buffer_bytes,
@@ -220,6 +260,8 @@ impl Port {
             nominal_rate: rate,
             fault: Fault::Healthy,
             stats: PortStats::default(),
+            paused_bytes: 0,
+            paused_since: SimTime::ZERO,
         }
     }
 
@@ -325,8 +367,7 @@ impl Port {
         if !data {
             self.ctrl_bytes += bytes as u32;
             if self.prio && self.dep != self.tail {
-                self.insert_ahead(now, i, bytes);
-                return false;
+                return self.insert_ahead(now, i, bytes);
             }
         }
         let start = self.busy_until.max(now);
@@ -358,8 +399,11 @@ impl Port {
     /// waiting, ahead of every waiting data packet, whose departures all move back by its
     /// serialization. The packet in service is `dep`: everything before it has left and it
     /// started when its predecessor did (or when it came), both no later than now. The ring has
-    /// room for one more.
-    fn insert_ahead(&mut self, now: SimTime, i: u32, bytes: u16) {
+    /// room for one more. Returns whether the packet became the head (only on a paused port).
+    fn insert_ahead(&mut self, now: SimTime, i: u32, bytes: u16) -> bool {
+        if self.paused {
+            return self.insert_paused(now, i, bytes);
+        }
         let ser = self.serialization(bytes);
         let mut at = self.dep.wrapping_add(1);
         while at != self.tail && !self.at(at).data {
@@ -385,6 +429,164 @@ impl Port {
         self.tail = self.tail.wrapping_add(1);
         self.busy_until = self.busy_until + ser;
         self.area += bytes as u128 * (tx_end.0 - now.0) as u128;
+        false
+    }
+
+    /// The first waiting entry without a departure (a paused port's waiting data), or `tail`.
+    fn first_unscheduled(&self) -> u32 {
+        let mut at = self.dep;
+        while at != self.tail && self.at(at).tx_end != Port::UNSCHEDULED {
+            at = at.wrapping_add(1);
+        }
+        at
+    }
+
+    /// Counts the paused data's bytes in the occupancy integral up to `now`.
+    fn count_paused(&mut self, now: SimTime) {
+        self.area += self.paused_bytes as u128 * (now.0 - self.paused_since.0) as u128;
+        self.paused_since = now;
+    }
+
+    /// A paused port takes a control packet: it goes out after what is in service and the
+    /// control packets waiting (the entries with departures), ahead of the paused data, which
+    /// moves back one place and keeps no departure. Returns whether it became the head (nothing
+    /// was on the wire), so that the caller schedules its arrival.
+    #[cold]
+    #[inline(never)]
+    fn insert_paused(&mut self, now: SimTime, i: u32, bytes: u16) -> bool {
+        let at = self.first_unscheduled();
+        let tx_end = self.busy_until.max(now) + self.serialization(bytes);
+        let mut n = self.tail;
+        while n != at {
+            let prev = *self.at(n.wrapping_sub(1));
+            *self.at_mut(n) = prev;
+            n = n.wrapping_sub(1);
+        }
+        *self.at_mut(at) = Held {
+            tx_end,
+            slot: i,
+            bytes,
+            data: false,
+        };
+        self.tail = self.tail.wrapping_add(1);
+        self.busy_until = tx_end;
+        self.area += bytes as u128 * (tx_end.0 - now.0) as u128;
+        if at == self.dep {
+            self.dep_end = tx_end;
+        }
+        at == self.head
+    }
+
+    /// A paused port accepts a data packet (after `sync` and the admission check): it waits,
+    /// without a departure, until the port resumes. (Control packets go through `push`.)
+    pub fn push_paused(&mut self, now: SimTime, i: u32, slots: &Slots) {
+        let p = slots.pkt(i);
+        let (bytes, data) = (p.wire_bytes, p.kind == PacketKind::Data);
+        debug_assert!(self.paused && self.prio && data, "data on a paused port");
+        if self.len() == self.ring.len() {
+            self.grow();
+        }
+        self.queued_bytes += bytes as u64;
+        self.max_bytes = self.max_bytes.max(self.queued_bytes);
+        self.count_paused(now);
+        self.paused_bytes += bytes as u64;
+        let tail = self.tail;
+        *self.at_mut(tail) = Held {
+            tx_end: Port::UNSCHEDULED,
+            slot: i,
+            bytes,
+            data,
+        };
+        self.tail = tail.wrapping_add(1);
+    }
+
+    /// PFC: the peer paused this port at `now` (call after `sync`). The packet in service
+    /// finishes and control packets keep their departures; the waiting data loses its
+    /// departures (its stays are counted up to now, then as paused bytes) until `resume`.
+    pub fn pause(&mut self, now: SimTime) {
+        debug_assert!(!self.paused && self.prio);
+        self.paused = true;
+        self.stats.pauses += 1;
+        self.stats.paused_at = now;
+        self.paused_since = now;
+        if self.dep == self.tail {
+            return;
+        }
+        // On a priority port the entry at `dep` is in service, then come the waiting control
+        // packets, then the waiting data.
+        let mut n = self.dep.wrapping_add(1);
+        while n != self.tail && !self.at(n).data {
+            n = n.wrapping_add(1);
+        }
+        if n == self.tail {
+            return;
+        }
+        self.busy_until = self.at(n.wrapping_sub(1)).tx_end;
+        while n != self.tail {
+            let e = *self.at(n);
+            self.area -= e.bytes as u128 * (e.tx_end.0 - now.0) as u128;
+            self.paused_bytes += e.bytes as u64;
+            self.at_mut(n).tx_end = Port::UNSCHEDULED;
+            n = n.wrapping_add(1);
+        }
+    }
+
+    /// PFC: the peer let this port go at `now` (call after `sync`): the paused data departs
+    /// back to back after what is scheduled. Returns whether the head got a departure (nothing
+    /// was on the wire), so that the caller schedules its arrival.
+    pub fn resume(&mut self, now: SimTime) -> bool {
+        debug_assert!(self.paused);
+        self.paused = false;
+        self.stats.pause_total = self.stats.pause_total + (now - self.stats.paused_at);
+        self.count_paused(now);
+        self.paused_bytes = 0;
+        let first = self.first_unscheduled();
+        if first == self.tail {
+            return false;
+        }
+        let mut t = self.busy_until.max(now);
+        let mut n = first;
+        while n != self.tail {
+            let b = self.at(n).bytes;
+            t = t + self.serialization(b);
+            self.at_mut(n).tx_end = t;
+            self.area += b as u128 * (t.0 - now.0) as u128;
+            n = n.wrapping_add(1);
+        }
+        self.busy_until = t;
+        if first == self.dep {
+            self.dep_end = self.at(first).tx_end;
+        }
+        first == self.head
+    }
+
+    /// PFC: how long the port has been paused up to `end` (the current pause counted to it).
+    pub fn paused_for(&self, end: SimTime) -> SimTime {
+        let mut t = self.stats.pause_total;
+        if self.paused {
+            t = t + (end - self.stats.paused_at);
+        }
+        t
+    }
+
+    /// When the next packet finishes serializing (MAX: none; `UNSCHEDULED`: paused data);
+    /// call after `sync`.
+    #[inline]
+    pub fn next_departure(&self) -> SimTime {
+        self.dep_end
+    }
+
+    /// PFC: the next packet that has finished serializing (as of the last `sync`) and that
+    /// the switch's input counters have not yet seen, oldest first. Call before the head
+    /// arrives, so that its slot still holds it.
+    #[inline]
+    pub fn take_departed(&mut self) -> Option<Held> {
+        if self.pfc_next == self.dep {
+            return None;
+        }
+        let e = *self.at(self.pfc_next);
+        self.pfc_next = self.pfc_next.wrapping_add(1);
+        Some(e)
     }
 
     /// Swaps the arriving packet (slot `*i`) into the newest waiting packet's place (if that is
@@ -442,6 +644,7 @@ impl Port {
             self.head = 0;
             self.dep = 0;
             self.tail = 0;
+            self.pfc_next = 0;
         }
         i
     }
@@ -456,10 +659,16 @@ impl Port {
     /// still held at `end` are cut there.
     pub fn area_until(&self, end: SimTime) -> u128 {
         let mut area = self.area;
+        if self.paused_bytes > 0 {
+            area += self.paused_bytes as u128 * (end.0 - self.paused_since.0) as u128;
+        }
         let mut n = self.tail;
         while n != self.dep {
             n = n.wrapping_sub(1);
             let e = self.at(n);
+            if e.tx_end == Port::UNSCHEDULED {
+                continue; // paused data: counted above, up to `end`
+            }
             if e.tx_end <= end {
                 break;
             }
@@ -609,6 +818,77 @@ mod tests {
         let mut q = port();
         q.prio = true;
         assert!(q.push(SimTime::ZERO, st.insert(ack), &st));
+    }
+
+    #[test]
+    fn a_paused_port_holds_data_lets_control_pass_and_resumes_back_to_back() {
+        for wrap in [0, 1, 5] {
+            pause_and_resume(port_near_wrap(wrap));
+        }
+    }
+
+    fn pause_and_resume(mut p: Port) {
+        let ns = |n: u64| SimTime(n * 1000);
+        let mut st = Slots::new();
+        p.prio = true;
+        for s in 0..3 {
+            p.push(SimTime::ZERO, st.insert(pkt(s)), &st);
+        }
+        // Paused at 40 ns: data 0 finishes at 80 ns; data 1 and 2 lose their departures.
+        p.sync(ns(40));
+        p.pause(ns(40));
+        assert_eq!(p.busy_until, ns(80));
+        // A 100-byte ACK at 50 ns goes out after data 0; data 3 at 60 ns waits.
+        let mut ack = pkt(9);
+        ack.kind = PacketKind::Ack;
+        ack.wire_bytes = 100;
+        assert!(!p.push(ns(50), st.insert(ack), &st));
+        p.sync(ns(60));
+        p.push_paused(ns(60), st.insert(pkt(3)), &st);
+        let order = |p: &Port| -> Vec<(u32, u64)> {
+            p.packets()
+                .map(|x| (st.pkt(x.slot).seq, x.tx_end.0 / 1000))
+                .collect()
+        };
+        let max = Port::UNSCHEDULED.0 / 1000;
+        assert_eq!(
+            order(&p),
+            vec![(0, 80), (9, 88), (1, max), (2, max), (3, max)]
+        );
+        // Mid-pause the integral counts the waiting data up to the instant asked.
+        let mid = (80 + 150 + 150 + 90) * 1000 * 1000 + 100 * 38 * 1000;
+        assert_eq!(p.area_until(ns(150)), mid as u128);
+        p.sync(ns(150));
+        assert_eq!(p.next_departure(), Port::UNSCHEDULED);
+        assert_eq!((p.queued_bytes, p.data_bytes()), (3000, 3000));
+        // Resumed at 200 ns: data 1, 2, 3 back to back.
+        p.sync(ns(200));
+        assert!(
+            !p.resume(ns(200)),
+            "data 0 and the ACK are still on the wire"
+        );
+        assert_eq!(
+            order(&p),
+            vec![(0, 80), (9, 88), (1, 280), (2, 360), (3, 440)]
+        );
+        assert_eq!(p.busy_until, ns(440));
+        assert_eq!(p.next_departure(), ns(280));
+        assert_eq!(p.paused_for(ns(1000)), ns(160));
+        let full = (80 + 280 + 360 + 380) * 1000 * 1000 + 100 * 38 * 1000;
+        assert_eq!(p.area_until(ns(1000)), full as u128);
+        // A port paused with nothing on the wire puts a control packet at its head.
+        let mut q = port();
+        q.prio = true;
+        q.pause(SimTime::ZERO);
+        q.push_paused(SimTime::ZERO, st.insert(pkt(0)), &st);
+        assert!(
+            q.push(ns(1), st.insert(ack), &st),
+            "the ACK is the new head"
+        );
+        assert_eq!(q.head_arrival(), Some(ns(9) + q.latency));
+        q.sync(ns(20));
+        assert!(!q.resume(ns(20)));
+        assert_eq!(q.nth(1).unwrap().tx_end, ns(100));
     }
 
     #[test]

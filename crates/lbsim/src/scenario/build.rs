@@ -112,6 +112,7 @@ impl Scenario {
                 "must be at least 64 bytes and below 4 GB",
             )?;
         }
+        check_pfc(t, p, tr.loss_recovery, o)?;
         let scheme = file.scheme().map_err(|msg| ConfigError::Invalid {
             origin: o.name.clone(),
             key: "load_balancing.scheme".into(),
@@ -343,4 +344,63 @@ impl Scenario {
             file,
         })
     }
+}
+
+/// `topology.pfc` and its thresholds: read only with PFC on, XON below XOFF, and XOFF leaving
+/// the headroom below the buffer; trimming and PFC are alternatives.
+fn check_pfc(
+    t: &TopologyConfig,
+    p: &PacketConfig,
+    lr: LossRecoveryKind,
+    o: &Origin,
+) -> Result<(), ConfigError> {
+    if !t.pfc {
+        for (set, key) in [
+            (t.pfc_xoff_bytes.is_some(), "topology.pfc_xoff_bytes"),
+            (t.pfc_xon_bytes.is_some(), "topology.pfc_xon_bytes"),
+        ] {
+            check(!set, o, key, "is read only with topology.pfc = true")?;
+        }
+        return Ok(());
+    }
+    check(
+        lr != LossRecoveryKind::Trim,
+        o,
+        "topology.pfc",
+        "PFC makes the data class lossless, so trimming (transport.loss_recovery = \"trim\") \
+         would never fire: the two are alternatives",
+    )?;
+    let mtu = (p.payload_bytes + p.header_bytes) as u64;
+    let headroom = t.pfc_headroom_for(p);
+    let room = t.buffer_bytes.saturating_sub(headroom);
+    let why = format!(
+        "headroom {headroom} bytes (2 x link latency x the fastest link's rate + 2 MTU of \
+         {mtu} bytes) below topology.buffer_bytes ({}) leaves {room} bytes",
+        t.buffer_bytes
+    );
+    let (xoff, xon) = t.pfc_thresholds(headroom, mtu);
+    match t.pfc_xoff_bytes {
+        Some(x) => check(
+            x <= room && x >= mtu,
+            o,
+            "topology.pfc_xoff_bytes",
+            &format!("must be at least one full packet ({mtu} bytes) and at most the buffer less the headroom: {why}"),
+        )?,
+        None => check(
+            xoff >= mtu,
+            o,
+            "topology.buffer_bytes",
+            &format!("with topology.pfc must leave XOFF at least one full packet: {why}"),
+        )?,
+    }
+    check(
+        xon < xoff,
+        o,
+        if t.pfc_xon_bytes.is_some() {
+            "topology.pfc_xon_bytes"
+        } else {
+            "topology.pfc_xoff_bytes"
+        },
+        &format!("XON ({xon} bytes) must be below XOFF ({xoff} bytes)"),
+    )
 }

@@ -184,6 +184,10 @@ pub struct Settings {
     pub control_buffer_bytes: u64,
     /// What is left of a trimmed packet.
     pub trim_header_bytes: u32,
+    /// Trimming: a header meeting a full control queue goes back to its sender (once).
+    pub return_to_sender: bool,
+    /// PFC on the data class: (XOFF, XON) in bytes held from one input port.
+    pub pfc: Option<(u64, u64)>,
     /// RED marking: Kmax and the probability there (None: step marking at the threshold).
     pub red: Option<(u64, f64)>,
     pub rate_coef: f64,
@@ -212,9 +216,12 @@ impl Settings {
         self.loss_recovery != LossRecoveryKind::IdealErasure || self.cc != CcKind::Constant
     }
 
-    /// Ports put control packets ahead of data, in a buffer of their own (trimming, EQDS).
+    /// Ports put control packets ahead of data, in a buffer of their own (trimming, EQDS, and
+    /// PFC, whose control class is never paused).
     pub fn priority_ports(&self) -> bool {
-        self.loss_recovery == LossRecoveryKind::Trim || self.cc == CcKind::Eqds
+        self.loss_recovery == LossRecoveryKind::Trim
+            || self.cc == CcKind::Eqds
+            || self.pfc.is_some()
     }
 
     fn resolve(file: &ScenarioFile, topology: &Topology) -> Settings {
@@ -237,6 +244,11 @@ impl Settings {
             buffer_bytes: t.buffer_bytes,
             control_buffer_bytes: t.control_buffer_bytes.unwrap_or(t.buffer_bytes),
             trim_header_bytes: t.trim_header_bytes.unwrap_or(defaults::TRIM_HEADER_BYTES),
+            return_to_sender: t.return_to_sender.unwrap_or(defaults::RETURN_TO_SENDER),
+            pfc: t.pfc.then(|| {
+                let mtu = (file.packet.payload_bytes + file.packet.header_bytes) as u64;
+                t.pfc_thresholds(t.pfc_headroom_for(&file.packet), mtu)
+            }),
             red: t
                 .ecn_kmax_bytes
                 .map(|k| (k, t.ecn_pmax.unwrap_or(defaults::ECN_PMAX))),
@@ -286,9 +298,16 @@ impl ScenarioFile {
         }
         if lr == LossRecoveryKind::Trim {
             t.trim_header_bytes.get_or_insert(TRIM_HEADER_BYTES);
+            t.return_to_sender.get_or_insert(RETURN_TO_SENDER);
         }
-        if lr == LossRecoveryKind::Trim || f.transport.cc == CcKind::Eqds {
+        if lr == LossRecoveryKind::Trim || f.transport.cc == CcKind::Eqds || t.pfc {
             t.control_buffer_bytes.get_or_insert(t.buffer_bytes);
+        }
+        if t.pfc {
+            let mtu = (f.packet.payload_bytes + f.packet.header_bytes) as u64;
+            let (xoff, xon) = t.pfc_thresholds(t.pfc_headroom_for(&f.packet), mtu);
+            t.pfc_xoff_bytes = Some(xoff);
+            t.pfc_xon_bytes = Some(xon);
         }
         let tr = &mut f.transport;
         tr.rto_us.get_or_insert(RTO_US);

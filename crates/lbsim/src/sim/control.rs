@@ -24,6 +24,8 @@ enum Control {
     Recover(usize),
     /// Routing learns the current state of failure `i`'s links.
     Converge(usize),
+    /// PFC: a pause imposed on a port from outside begins (true) or ends.
+    Pause(crate::ids::PortId, bool),
 }
 
 pub(super) struct ControlPlane {
@@ -75,6 +77,20 @@ impl ControlPlane {
             computed: false,
             trigger_counts: vec![0; sc.deps.triggers.len()],
             line_rate,
+        }
+    }
+
+    /// PFC: pauses egress `port` from `from` to `to`, as if its peer's frames asked for it.
+    pub(super) fn impose_pause(
+        &mut self,
+        events: &mut EventQueue<super::Packed>,
+        port: crate::ids::PortId,
+        from: SimTime,
+        to: SimTime,
+    ) {
+        for (t, on) in [(from, true), (to, false)] {
+            events.push(t, Event::Control(self.controls.len() as u32).into());
+            self.controls.push(Control::Pause(port, on));
         }
     }
 
@@ -180,6 +196,11 @@ impl ControlPlane {
                     self.routing_cap[port.idx()] = cap;
                 }
                 fabric.set_routing(Weights::compute(&sc.topology, &self.routing_cap));
+            }
+            Control::Pause(port, on) => {
+                if let Some(h) = fabric.impose_pause(cx, port, on) {
+                    hosts.on_nic_resumed(cx, h);
+                }
             }
         }
     }

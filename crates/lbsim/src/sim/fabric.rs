@@ -11,6 +11,7 @@ use crate::net::{PacketKind, Port, Route, Slots, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::telemetry::EventKind;
+use crate::time::SimTime;
 use crate::transport::{flow_key, Flow};
 
 struct Switch {
@@ -41,6 +42,8 @@ pub(super) struct Fabric {
     pub(super) ctrl_cap: u64,
     /// Switches trim instead of dropping data (NDP).
     trim: bool,
+    /// A trimmed header meeting a full control queue goes back to its sender (NDP).
+    rts: bool,
     trim_header: u16,
     /// Alternates NDP's choice between trimming the arriving or the newest queued packet.
     trim_coin: bool,
@@ -56,6 +59,37 @@ pub(super) struct Fabric {
     routing_epoch: u32,
     /// Telemetry's per-port tallies and event log (None: off, and nothing is paid for it).
     pub(super) obs: Option<Box<Observe>>,
+    /// Priority flow control, if on.
+    pub(super) pfc: Option<Box<Pfc>>,
+}
+
+/// PFC on the data class. A port is both an egress (of the node it leaves) and, at the switch
+/// it feeds, an input port: `held` counts per input port the data bytes received by it and
+/// still held in that switch's egress queues (from admission to the end of serialization,
+/// seen through `Event::Depart`). Above XOFF the switch sends the input port's upstream egress
+/// (the port itself) a PAUSE, at or below XON a RESUME; each frame takes effect one link
+/// latency after it is sent (`Event::Pfc`), and its own serialization is neglected.
+pub(super) struct Pfc {
+    xoff: u64,
+    xon: u64,
+    /// Each input port's share of its switch's buffer: data beyond it is dropped.
+    pub(super) buffer: u64,
+    /// Ports 0..hosts are host NICs.
+    hosts: u32,
+    /// Per input port: data bytes held in its switch's egress queues.
+    held: Vec<u64>,
+    /// Per input port: the switch sent a PAUSE that no RESUME followed yet.
+    xoff_sent: Vec<bool>,
+    /// Per egress port: the frames that reached it ask for a pause; a pause imposed from
+    /// outside (`Simulation::impose_pause`).
+    frame_paused: Vec<bool>,
+    imposed: Vec<bool>,
+    /// Per switch egress port: when its pending `Depart` event is due (MAX: none).
+    depart_at: Vec<SimTime>,
+    /// PAUSE frames sent (RESUMEs not counted).
+    pub(super) pause_frames: u64,
+    /// The most data one input port held.
+    pub(super) max_held: u64,
 }
 
 impl Fabric {
@@ -106,6 +140,8 @@ impl Fabric {
             prio,
             ctrl_cap: st.control_buffer_bytes,
             trim: st.loss_recovery == crate::transport::LossRecoveryKind::Trim,
+            rts: st.loss_recovery == crate::transport::LossRecoveryKind::Trim
+                && st.return_to_sender,
             trim_header: st.trim_header_bytes as u16,
             trim_coin: false,
             red: st.red,
@@ -115,6 +151,22 @@ impl Fabric {
             weights: Weights::default(),
             routing_epoch: 0,
             obs: None,
+            pfc: st.pfc.map(|(xoff, xon)| {
+                let n = topo.links.len();
+                Box::new(Pfc {
+                    xoff,
+                    xon,
+                    buffer: st.buffer_bytes,
+                    hosts: topo.hosts,
+                    held: vec![0; n],
+                    xoff_sent: vec![false; n],
+                    frame_paused: vec![false; n],
+                    imposed: vec![false; n],
+                    depart_at: vec![SimTime::MAX; n],
+                    pause_frames: 0,
+                    max_held: 0,
+                })
+            }),
         }
     }
 
@@ -134,7 +186,10 @@ impl Fabric {
     /// trimming), CE mark above the threshold. On priority ports control packets have their own
     /// buffer and go first. Returns the slot of a packet dropped, if one was.
     #[inline]
-    fn enqueue(&mut self, cx: &mut Cx, port: PortId, mut i: u32) -> Option<u32> {
+    fn enqueue(&mut self, cx: &mut Cx, port: PortId, mut i: u32, from: PortId) -> Option<u32> {
+        if self.pfc.is_some() {
+            return self.enqueue_pfc(cx, port, i, from);
+        }
         let (bytes, kind) = {
             let pk = self.slots.pkt(i);
             (pk.wire_bytes as u64, pk.kind)
@@ -254,9 +309,14 @@ impl Fabric {
         flows: &[Flow],
         port: PortId,
     ) -> Arrival {
+        if self.pfc.is_some() && !self.pfc_arrival(cx, port) {
+            return Arrival::Forwarded; // a stale event: nothing arrived
+        }
         let p = &mut self.ports[port.idx()];
         let i = p.pop_arrived(cx.now);
         if let Some(next) = p.nth(0) {
+            // (PFC: a paused port's waiting data departs at `Port::UNSCHEDULED`, far beyond any
+            // run; that event is stale, and the resume schedules the real one.)
             cx.push(next.tx_end + p.latency, Event::Arrive(port));
             // The next packet to arrive is read then, the one after it later still: ask for
             // their lines now. A host handles an arrival with its flow's line: fetch that too.
@@ -290,51 +350,265 @@ impl Fabric {
             return Arrival::Lost(i);
         }
         match p.peer {
-            NodeId::Switch(s) => self.forward(cx, topo, s, i),
+            NodeId::Switch(s) => self.forward(cx, topo, s, i, port),
             NodeId::Host(h) => Arrival::AtHost(h, i),
         }
     }
 
+    /// Switch `s` forwards the packet in slot `i`, which came in by port `from`. A trimmed
+    /// header that its queue refuses goes round once more, turned back toward its sender
+    /// (return-to-sender), as one loop so that the policy and admission stay inlined once.
     #[inline]
-    fn forward(&mut self, cx: &mut Cx, topo: &Topology, s: SwitchId, i: u32) -> Arrival {
-        let packet = *self.slots.pkt(i);
-        let out = match topo.route(s, packet.dst) {
-            Route::Port(p) => p,
-            Route::Group { first, n } => {
-                let is_ack = !packet.kind.is_forward();
-                let weights = self.weights.get(s, packet.dst.0 / self.hosts_per_tor);
-                if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
-                    // Converged routing knows no path to the destination from here.
-                    cx.counters.unroutable += 1;
-                    observe(&mut self.obs, &self.slots, cx.now, EventKind::Drop, None, i);
-                    return Arrival::Lost(i);
-                }
-                let view = PacketView {
-                    weights,
-                    epoch: self.routing_epoch,
-                    src: packet.src,
-                    dst: packet.dst,
-                    flow_key: flow_key(packet.flow, is_ack),
-                    entropy: packet.entropy,
-                    is_ack,
-                    now: cx.now,
-                };
-                let group = &mut self.ports[first.idx()..first.idx() + n as usize];
-                // Queue-reading policies must see occupancy as of now.
-                if self.sync_groups {
-                    for p in group.iter_mut() {
-                        p.sync(cx.now);
+    fn forward(
+        &mut self,
+        cx: &mut Cx,
+        topo: &Topology,
+        s: SwitchId,
+        mut i: u32,
+        from: PortId,
+    ) -> Arrival {
+        loop {
+            let packet = *self.slots.pkt(i);
+            let out = match topo.route(s, packet.dst) {
+                Route::Port(p) => p,
+                Route::Group { first, n } => {
+                    let is_ack = !packet.kind.is_forward();
+                    let weights = self.weights.get(s, packet.dst.0 / self.hosts_per_tor);
+                    if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
+                        // Converged routing knows no path to the destination from here.
+                        cx.counters.unroutable += 1;
+                        observe(&mut self.obs, &self.slots, cx.now, EventKind::Drop, None, i);
+                        return Arrival::Lost(i);
                     }
+                    let view = PacketView {
+                        weights,
+                        epoch: self.routing_epoch,
+                        src: packet.src,
+                        dst: packet.dst,
+                        flow_key: flow_key(packet.flow, is_ack),
+                        entropy: packet.entropy,
+                        is_ack,
+                        now: cx.now,
+                    };
+                    let group = &mut self.ports[first.idx()..first.idx() + n as usize];
+                    // Queue-reading policies must see occupancy as of now.
+                    if self.sync_groups {
+                        for p in group.iter_mut() {
+                            p.sync(cx.now);
+                        }
+                    }
+                    let group = &*group;
+                    let sw = &mut self.switches[s.idx()];
+                    let i = sw.lb.choose(&view, group, &mut sw.rng);
+                    PortId(first.0 + i as u32)
                 }
-                let group = &*group;
-                let sw = &mut self.switches[s.idx()];
-                let i = sw.lb.choose(&view, group, &mut sw.rng);
-                PortId(first.0 + i as u32)
+            };
+            match self.enqueue(cx, out, i, from) {
+                None => return Arrival::Forwarded,
+                Some(dropped) if self.rts && self.slots.pkt(dropped).kind == PacketKind::Header => {
+                    self.turn_around(cx, dropped);
+                    i = dropped;
+                }
+                Some(dropped) => return Arrival::Lost(dropped),
             }
+        }
+    }
+
+    /// NDP's return-to-sender: the trimmed header in slot `i` met a full control queue and
+    /// goes back toward its sender as a control packet (which, meeting a full queue again, is
+    /// dropped).
+    #[cold]
+    #[inline(never)]
+    fn turn_around(&mut self, cx: &mut Cx, i: u32) {
+        let p = self.slots.pkt_mut(i);
+        p.kind = PacketKind::Returned;
+        std::mem::swap(&mut p.src, &mut p.dst);
+        cx.counters.returned += 1;
+        cx.counters.acks_sent += 1;
+    }
+
+    /// `enqueue` with PFC on: control packets go ahead in their own buffer and are never
+    /// paused; a data packet is dropped only if its input port's share of the buffer is full
+    /// (the headroom was too small), else counted against that input port, which a PAUSE
+    /// stops above XOFF. A paused egress keeps the data waiting without a departure.
+    #[inline(never)]
+    fn enqueue_pfc(&mut self, cx: &mut Cx, port: PortId, i: u32, from: PortId) -> Option<u32> {
+        let (bytes, kind) = {
+            let pk = self.slots.pkt(i);
+            (pk.wire_bytes as u64, pk.kind)
         };
-        match self.enqueue(cx, out, i) {
-            None => Arrival::Forwarded,
-            Some(dropped) => Arrival::Lost(dropped),
+        self.pfc_sync(cx, port);
+        let pfc = self.pfc.as_mut().expect("pfc on");
+        let p = &mut self.ports[port.idx()];
+        if kind != PacketKind::Data {
+            if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
+                p.stats.drops += 1;
+                observe(
+                    &mut self.obs,
+                    &self.slots,
+                    cx.now,
+                    EventKind::Drop,
+                    Some(port),
+                    i,
+                );
+                return Some(i);
+            }
+        } else {
+            let f = from.idx();
+            if pfc.held[f] + bytes > pfc.buffer {
+                p.stats.drops += 1;
+                observe(
+                    &mut self.obs,
+                    &self.slots,
+                    cx.now,
+                    EventKind::Drop,
+                    Some(port),
+                    i,
+                );
+                return Some(i);
+            }
+            if marks(p, self.red, self.red_salt, port) {
+                self.slots.pkt_mut(i).ecn = true;
+                p.stats.ecn_marks += 1;
+                cx.counters.ecn_marks += 1;
+                observe(
+                    &mut self.obs,
+                    &self.slots,
+                    cx.now,
+                    EventKind::Mark,
+                    Some(port),
+                    i,
+                );
+            }
+            self.slots.set_ingress(i, from.0);
+            pfc.held[f] += bytes;
+            pfc.max_held = pfc.max_held.max(pfc.held[f]);
+            if pfc.held[f] > pfc.xoff && !pfc.xoff_sent[f] {
+                pfc.xoff_sent[f] = true;
+                pfc.pause_frames += 1;
+                cx.push(cx.now + self.ports[f].latency, Event::Pfc(from));
+            }
+            let p = &mut self.ports[port.idx()];
+            if p.paused {
+                self.hops += 1;
+                p.push_paused(cx.now, i, &self.slots);
+                if let Some(o) = &mut self.obs {
+                    o.pushed(port, self.slots.pkt(i).wire_bytes, p.queued_bytes);
+                }
+                return None;
+            }
+        }
+        self.admit(cx, port, i);
+        self.arm_depart(cx, port);
+        None
+    }
+
+    /// PFC: before the head of `port` arrives, the input counters see it (and anything else
+    /// departed) leave, so that its slot can move on. Returns false for a stale event: the
+    /// head is not due now (it was paused after the event was scheduled).
+    #[inline(never)]
+    fn pfc_arrival(&mut self, cx: &mut Cx, port: PortId) -> bool {
+        let switch = self.pfc.as_ref().is_some_and(|p| port.0 >= p.hosts);
+        if switch {
+            self.pfc_sync(cx, port);
+        }
+        self.ports[port.idx()].head_arrival() == Some(cx.now)
+    }
+
+    /// PFC: brings switch egress `port` up to date and lets the input counters see every
+    /// packet that has finished serializing there; an input port that falls to XON is resumed.
+    #[inline(never)]
+    fn pfc_sync(&mut self, cx: &mut Cx, port: PortId) {
+        self.ports[port.idx()].sync(cx.now);
+        loop {
+            let Some(e) = self.ports[port.idx()].take_departed() else {
+                return;
+            };
+            if !e.data {
+                continue;
+            }
+            let from = self.slots.ingress(e.slot) as usize;
+            let pfc = self.pfc.as_mut().expect("pfc on");
+            pfc.held[from] -= e.bytes as u64;
+            if pfc.xoff_sent[from] && pfc.held[from] <= pfc.xon {
+                pfc.xoff_sent[from] = false;
+                cx.push(
+                    cx.now + self.ports[from].latency,
+                    Event::Pfc(PortId(from as u32)),
+                );
+            }
+        }
+    }
+
+    /// PFC: makes sure an event is pending for switch egress `port`'s next departure.
+    #[inline(never)]
+    fn arm_depart(&mut self, cx: &mut Cx, port: PortId) {
+        let t = self.ports[port.idx()].next_departure();
+        let pfc = self.pfc.as_mut().expect("pfc on");
+        if t < pfc.depart_at[port.idx()] && t < Port::UNSCHEDULED {
+            pfc.depart_at[port.idx()] = t;
+            cx.push(t, Event::Depart(port));
+        }
+    }
+
+    /// PFC: switch egress `port`'s next packet has finished serializing (or an event that an
+    /// earlier one superseded: then nothing has, and the next is armed again).
+    #[inline(never)]
+    pub(super) fn on_depart(&mut self, cx: &mut Cx, port: PortId) {
+        let pfc = self.pfc.as_mut().expect("pfc on");
+        if pfc.depart_at[port.idx()] <= cx.now {
+            pfc.depart_at[port.idx()] = SimTime::MAX;
+        }
+        self.pfc_sync(cx, port);
+        self.arm_depart(cx, port);
+    }
+
+    /// PFC: a PAUSE or RESUME frame reached egress `port`. Returns the host whose NIC just
+    /// resumed, which may send again.
+    #[inline(never)]
+    pub(super) fn on_pfc_frame(&mut self, cx: &mut Cx, port: PortId) -> Option<HostId> {
+        let pfc = self.pfc.as_mut().expect("pfc on");
+        let f = &mut pfc.frame_paused[port.idx()];
+        *f = !*f;
+        self.apply_pause(cx, port)
+    }
+
+    /// PFC: a pause imposed on egress `port` from outside begins (`on`) or ends. Returns the
+    /// host whose NIC just resumed.
+    #[inline(never)]
+    pub(super) fn impose_pause(&mut self, cx: &mut Cx, port: PortId, on: bool) -> Option<HostId> {
+        let pfc = self.pfc.as_mut().expect("pfc on");
+        pfc.imposed[port.idx()] = on;
+        self.apply_pause(cx, port)
+    }
+
+    /// Pauses or resumes egress `port` as its frames and any imposed pause ask.
+    fn apply_pause(&mut self, cx: &mut Cx, port: PortId) -> Option<HostId> {
+        let pfc = self.pfc.as_ref().expect("pfc on");
+        let want = pfc.frame_paused[port.idx()] || pfc.imposed[port.idx()];
+        let switch = port.0 >= pfc.hosts;
+        if want == self.ports[port.idx()].paused {
+            return None;
+        }
+        if switch {
+            self.pfc_sync(cx, port);
+        } else {
+            self.ports[port.idx()].sync(cx.now);
+        }
+        let p = &mut self.ports[port.idx()];
+        if want {
+            p.pause(cx.now);
+            return None;
+        }
+        if p.resume(cx.now) {
+            let t = p.head_arrival().expect("a head to resume");
+            cx.push(t, Event::Arrive(port));
+        }
+        if switch {
+            self.arm_depart(cx, port);
+            None
+        } else {
+            Some(HostId(port.0))
         }
     }
 }

@@ -133,6 +133,14 @@ impl Hosts {
         cx.push(cx.now, Event::HostWake(h));
     }
 
+    /// PFC: host `h`'s NIC was paused by its ToR and may send again.
+    #[inline(never)]
+    pub(super) fn on_nic_resumed(&mut self, cx: &mut Cx, h: HostId) {
+        if !self.hosts[h.idx()].active.is_empty() {
+            self.schedule_wake(cx, h);
+        }
+    }
+
     pub(super) fn on_flow_start(&mut self, e: &mut Env, f: FlowId) {
         if e.flows[f.idx()].started.is_some() {
             return;
@@ -265,6 +273,10 @@ impl Hosts {
         }
         let p = &mut e.fabric.ports[port.idx()];
         p.sync(now);
+        // PFC: a paused NIC pulls no data; its resume wakes the host.
+        if p.paused {
+            return;
+        }
         let ready = p.busy_until.max(host.next_send);
         // A wake-up already due by then covers this; a later one (a paced flow's) does not.
         if host.wake_pending && host.wake_at <= ready.max(now) {
@@ -343,6 +355,28 @@ impl Hosts {
         host.wake_pending = true;
         host.wake_at = ready;
         e.cx.push(ready, Event::HostWake(h));
+    }
+
+    /// A trimmed header came back to its sender (return-to-sender): to the host policy a
+    /// congested path, to the flow a NACK. Rare, so kept out of `receive`'s inlined body.
+    #[cold]
+    #[inline(never)]
+    fn on_returned(&mut self, got: &mut Received, flow: &mut Flow, packet: &Packet, now: SimTime) {
+        let f = packet.flow;
+        self.lbs.on_ack(
+            f,
+            AckInfo {
+                entropy: packet.entropy,
+                ecn: true,
+                sent_at: packet.sent_at,
+                now,
+            },
+        );
+        if flow.on_returned(packet, now) {
+            got.done = Some((f, false));
+        }
+        got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
+        got.wake = Some(f);
     }
 
     /// Host `h` takes the packet in slot `i`: data is handed to its flow's receiver (and
@@ -428,6 +462,10 @@ impl Hosts {
                 }
                 got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
                 got.wake = Some(f);
+            }
+            PacketKind::Returned => {
+                e.cx.counters.acks_delivered += 1;
+                self.on_returned(&mut got, flow, &packet, now);
             }
             PacketKind::Pull => {
                 e.cx.counters.acks_delivered += 1;

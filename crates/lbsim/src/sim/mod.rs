@@ -39,6 +39,12 @@ enum Event {
     FlowTimer(FlowId),
     /// The host's credit pacer (EQDS) may send the next pull.
     PullWake(HostId),
+    /// PFC: a PAUSE or RESUME frame reaches this port (an egress), flipping its peer's
+    /// request.
+    Pfc(PortId),
+    /// PFC: a switch egress port's next packet has finished serializing; the switch's input
+    /// counters see it leave.
+    Depart(PortId),
 }
 
 /// An event packed into 4 bytes (3-bit kind, 29-bit id) so heap entries stay 16 bytes.
@@ -75,6 +81,8 @@ impl From<Event> for Packed {
             Event::Control(i) => (3, i),
             Event::FlowTimer(f) => (4, f.0),
             Event::PullWake(h) => (5, h.0),
+            Event::Pfc(p) => (6, p.0),
+            Event::Depart(p) => (7, p.0),
         };
         debug_assert!(id <= ID_MASK);
         Packed((tag << ID_BITS) | id)
@@ -91,7 +99,9 @@ impl From<Packed> for Event {
             2 => Event::HostWake(HostId(id)),
             3 => Event::Control(id),
             4 => Event::FlowTimer(FlowId(id)),
-            _ => Event::PullWake(HostId(id)),
+            5 => Event::PullWake(HostId(id)),
+            6 => Event::Pfc(PortId(id)),
+            _ => Event::Depart(PortId(id)),
         }
     }
 }
@@ -112,6 +122,9 @@ pub struct Counters {
     pub unroutable: u64,
     /// Data packets trimmed to their headers (still counted as data; delivered as headers).
     pub trimmed: u64,
+    /// Trimmed headers sent back to their senders (no longer data: counted in `acks_sent`
+    /// from then on).
+    pub returned: u64,
     /// Data packets the receiver did not use: already held, or out of order under go-back-N.
     pub discarded: u64,
 }
@@ -308,6 +321,18 @@ impl Simulation {
         }
     }
 
+    /// PFC: pauses egress `port` from `from` until `to`, as if the node it feeds had sent a
+    /// PAUSE and then a RESUME (in force together with the fabric's own frames): for exact
+    /// checks and what-if studies. Call before running.
+    ///
+    /// # Panics
+    /// If the scenario has PFC off, or `to` is before `from`.
+    pub fn impose_pause(&mut self, port: PortId, from: SimTime, to: SimTime) {
+        assert!(self.fabric.pfc.is_some(), "impose_pause needs topology.pfc");
+        assert!(from <= to, "a pause ends after it begins");
+        self.control.impose_pause(&mut self.events, port, from, to);
+    }
+
     /// Runs until every flow has completed, or the end-time cap, or nothing is left to happen.
     pub fn run(&mut self) {
         self.run_observed(&mut |_| true);
@@ -390,6 +415,13 @@ impl Simulation {
                 }
                 Event::FlowTimer(f) => self.hosts.on_flow_timer(&mut env!(self), f),
                 Event::PullWake(h) => self.hosts.on_pull_wake(&mut env!(self), h),
+                Event::Pfc(p) => {
+                    let mut cx = cx!(self);
+                    if let Some(h) = self.fabric.on_pfc_frame(&mut cx, p) {
+                        self.hosts.on_nic_resumed(&mut cx, h);
+                    }
+                }
+                Event::Depart(p) => self.fabric.on_depart(&mut cx!(self), p),
             }
             if self.completed == total {
                 break;
@@ -452,6 +484,9 @@ mod tests {
             Event::FlowStart(FlowId(0)),
             Event::Arrive(PortId(MAX_EVENT_ID)),
             Event::HostWake(HostId(12345)),
+            Event::PullWake(HostId(7)),
+            Event::Pfc(PortId(MAX_EVENT_ID)),
+            Event::Depart(PortId(3)),
         ] {
             assert_eq!(Event::from(Packed::from(e)), e);
         }

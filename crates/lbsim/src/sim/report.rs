@@ -35,6 +35,65 @@ impl Simulation {
         self.fabric.ports[port.idx()].occupancy_at(end).1
     }
 
+    /// PFC: how long egress `port` was paused, to the end of the run (zero with PFC off).
+    pub fn port_pause(&self, port: PortId) -> SimTime {
+        let end = self.ended.unwrap_or(self.now);
+        self.fabric.ports[port.idx()].paused_for(end)
+    }
+
+    /// PFC: PAUSE frames the switches sent (None with PFC off).
+    pub fn pfc_pause_frames(&self) -> Option<u64> {
+        self.fabric.pfc.as_ref().map(|p| p.pause_frames)
+    }
+
+    /// PFC: the most data bytes one switch input port held (None with PFC off).
+    pub fn pfc_max_held(&self) -> Option<u64> {
+        self.fabric.pfc.as_ref().map(|p| p.max_held)
+    }
+
+    /// PFC: pause time summed per kind of link (`tor-agg`: every ToR's uplinks), as
+    /// `kind=ps` in port order (host NICs first, then each tier's down and up links).
+    fn pfc_pause_by_kind(&self) -> Vec<String> {
+        let mut kinds: Vec<(String, u64)> = Vec::new();
+        let topo = &self.sc.topology;
+        for i in 0..self.fabric.ports.len() {
+            let name = topo.link_name(PortId(i as u32));
+            let kind = name
+                .split('-')
+                .map(|n| n.split(':').next().unwrap_or(n))
+                .collect::<Vec<_>>()
+                .join("-");
+            let t = self.port_pause(PortId(i as u32)).ps();
+            match kinds.iter_mut().find(|k| k.0 == kind) {
+                Some(k) => k.1 += t,
+                None => kinds.push((kind, t)),
+            }
+        }
+        kinds.iter().map(|(k, t)| format!("{k}={t}")).collect()
+    }
+
+    /// The PFC fields of summary.json: frames, total, largest and count of paused ports, and
+    /// the most paused ports by name.
+    fn pfc_summary(&self) -> Option<(u64, u64, u64, u64, Vec<String>)> {
+        /// Ports named in `pfc_top_paused_ports`.
+        const TOP: usize = 8;
+        let pfc = self.fabric.pfc.as_ref()?;
+        let mut paused: Vec<(u64, usize)> = (0..self.fabric.ports.len())
+            .map(|i| (self.port_pause(PortId(i as u32)).ps(), i))
+            .filter(|&(t, _)| t > 0)
+            .collect();
+        let total = paused.iter().map(|p| p.0).sum();
+        let max = paused.iter().map(|p| p.0).max().unwrap_or(0);
+        let count = paused.len() as u64;
+        paused.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let top = paused
+            .iter()
+            .take(TOP)
+            .map(|&(t, i)| format!("{}={t}", self.sc.topology.link_name(PortId(i as u32))))
+            .collect();
+        Some((pfc.pause_frames, total, max, count, top))
+    }
+
     /// Packets the port dropped (its buffer was full).
     pub fn port_drops(&self, port: PortId) -> u64 {
         self.fabric.ports[port.idx()].stats.drops
@@ -91,6 +150,10 @@ impl Simulation {
         for p in &self.fabric.ports[r] {
             max = max.max(p.max_bytes);
             over |= p.max_bytes > p.buffer_bytes + extra;
+        }
+        // With PFC the buffer is each input port's share: egress queues may hold more.
+        if let Some(pfc) = &self.fabric.pfc {
+            over = pfc.max_held > pfc.buffer;
         }
         (max, over)
     }
@@ -175,6 +238,7 @@ impl Simulation {
         } else {
             area as f64 / nports / end.ps() as f64
         };
+        let pfc = self.pfc_summary();
         Summary {
             scheme: sc.scheme.name.to_string(),
             workload: sc.settings.workload_label.to_string(),
@@ -206,6 +270,13 @@ impl Simulation {
             retransmissions: self.flows.iter().map(|f| f.retransmissions).sum(),
             packets_trimmed: self.counters.trimmed,
             discarded_packets: self.counters.discarded,
+            rts_packets: (self.counters.returned > 0).then_some(self.counters.returned),
+            pfc_pause_frames: pfc.as_ref().map(|p| p.0),
+            pfc_pause_ps: pfc.as_ref().map(|p| p.1),
+            pfc_max_port_pause_ps: pfc.as_ref().map(|p| p.2),
+            pfc_ports_paused: pfc.as_ref().map(|p| p.3),
+            pfc_top_paused_ports: pfc.map(|p| p.4),
+            pfc_pause_by_link_kind: self.fabric.pfc.is_some().then(|| self.pfc_pause_by_kind()),
             wall_seconds: 0.0,
             events_per_second: 0.0,
             seed: sc.settings.seed,

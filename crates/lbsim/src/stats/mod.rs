@@ -77,6 +77,26 @@ pub struct Summary {
     /// Data packets a receiver did not use: already held (spurious retransmissions), or out of
     /// order under go-back-N. Nothing is handed to the application twice.
     pub discarded_packets: u64,
+    /// Trimmed headers sent back to their senders (NDP's return-to-sender), present only when
+    /// there were any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rts_packets: Option<u64>,
+    /// PFC (present only with `topology.pfc`): PAUSE frames sent, and how long egress ports
+    /// were paused (summed over ports, the most of one port, how many ports were paused at
+    /// all, and the most paused ports as `link=ps`, longest first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_pause_frames: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_pause_ps: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_max_port_pause_ps: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_ports_paused: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_top_paused_ports: Option<Vec<String>>,
+    /// PFC: pause time per kind of link, `kind=ps` (`tor-agg=...`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pfc_pause_by_link_kind: Option<Vec<String>>,
     pub wall_seconds: f64,
     pub events_per_second: f64,
     pub seed: u64,

@@ -264,6 +264,16 @@ impl TransportConfig {
                 ),
             });
         }
+        if topo.return_to_sender.is_some() && lr != LossRecoveryKind::Trim {
+            return Err(ConfigError::Invalid {
+                origin: o.name.clone(),
+                key: "topology.return_to_sender".into(),
+                msg: format!(
+                    "is read only by transport.loss_recovery = \"trim\", not \"{}\"",
+                    lr.name()
+                ),
+            });
+        }
         if topo.trim_header_bytes.is_some() && lr != LossRecoveryKind::Trim {
             return Err(ConfigError::Invalid {
                 origin: o.name.clone(),

@@ -198,6 +198,19 @@ impl Flow {
         self.finish_sending(done)
     }
 
+    /// A trimmed header came back from a switch whose control queue was full (NDP's
+    /// return-to-sender) at `now`: resent as on a NACK; a credit-based sender gets back the
+    /// credit the packet spent, since the receiver never saw it to pull again. True as for
+    /// [`Flow::on_ack`].
+    pub fn on_returned(&mut self, p: &Packet, now: SimTime) -> bool {
+        if let Some(tx) = &mut self.tx {
+            if tx.credit_based {
+                tx.credit = tx.credit.saturating_add(1);
+            }
+        }
+        self.on_nack(p, now)
+    }
+
     /// A credit (EQDS pull) reached the sender at `now`: one more packet may go.
     pub fn on_credit(&mut self, now: SimTime) {
         self.last_ack = now;
