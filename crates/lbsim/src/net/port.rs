@@ -59,23 +59,24 @@ impl Slots {
     /// the caller hands the slot to `Port::push` or back to `release`.
     #[inline]
     pub fn insert(&mut self, pkt: Packet) -> u32 {
-        let slot = Slot {
-            pkt,
-            next: NIL,
-            ingress: NIL,
-        };
         let i = self.free;
         if i == NIL {
             assert!(
                 self.slots.len() < NIL as usize,
                 "fewer than 2^32 - 1 packets in flight"
             );
-            self.slots.push(slot);
+            self.slots.push(Slot {
+                pkt,
+                next: NIL,
+                ingress: NIL,
+            });
             return self.slots.len() as u32 - 1;
         }
+        // A reused slot keeps its stale `ingress`: PFC sets it before it is read.
         let s = &mut self.slots[i as usize];
         self.free = s.next;
-        *s = slot;
+        s.pkt = pkt;
+        s.next = NIL;
         i
     }
 

@@ -198,8 +198,8 @@ impl ControlPlane {
                 fabric.set_routing(Weights::compute(&sc.topology, &self.routing_cap));
             }
             Control::Pause(port, on) => {
-                if let Some(h) = fabric.impose_pause(cx, port, on) {
-                    hosts.on_nic_resumed(cx, h);
+                if let Some((h, paused)) = fabric.impose_pause(cx, port, on) {
+                    hosts.on_nic_pause(cx, h, paused);
                 }
             }
         }

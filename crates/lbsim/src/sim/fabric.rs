@@ -563,10 +563,10 @@ impl Fabric {
         self.arm_depart(cx, port);
     }
 
-    /// PFC: a PAUSE or RESUME frame reached egress `port`. Returns the host whose NIC just
-    /// resumed, which may send again.
+    /// PFC: a PAUSE or RESUME frame reached egress `port`. Returns the host whose NIC it
+    /// paused (true) or resumed.
     #[inline(never)]
-    pub(super) fn on_pfc_frame(&mut self, cx: &mut Cx, port: PortId) -> Option<HostId> {
+    pub(super) fn on_pfc_frame(&mut self, cx: &mut Cx, port: PortId) -> Option<(HostId, bool)> {
         let pfc = self.pfc.as_mut().expect("pfc on");
         let f = &mut pfc.frame_paused[port.idx()];
         *f = !*f;
@@ -574,16 +574,22 @@ impl Fabric {
     }
 
     /// PFC: a pause imposed on egress `port` from outside begins (`on`) or ends. Returns the
-    /// host whose NIC just resumed.
+    /// host whose NIC it paused (true) or resumed.
     #[inline(never)]
-    pub(super) fn impose_pause(&mut self, cx: &mut Cx, port: PortId, on: bool) -> Option<HostId> {
+    pub(super) fn impose_pause(
+        &mut self,
+        cx: &mut Cx,
+        port: PortId,
+        on: bool,
+    ) -> Option<(HostId, bool)> {
         let pfc = self.pfc.as_mut().expect("pfc on");
         pfc.imposed[port.idx()] = on;
         self.apply_pause(cx, port)
     }
 
-    /// Pauses or resumes egress `port` as its frames and any imposed pause ask.
-    fn apply_pause(&mut self, cx: &mut Cx, port: PortId) -> Option<HostId> {
+    /// Pauses or resumes egress `port` as its frames and any imposed pause ask; a host NIC's
+    /// change is handed back for the host to act on.
+    fn apply_pause(&mut self, cx: &mut Cx, port: PortId) -> Option<(HostId, bool)> {
         let pfc = self.pfc.as_ref().expect("pfc on");
         let want = pfc.frame_paused[port.idx()] || pfc.imposed[port.idx()];
         let switch = port.0 >= pfc.hosts;
@@ -598,7 +604,7 @@ impl Fabric {
         let p = &mut self.ports[port.idx()];
         if want {
             p.pause(cx.now);
-            return None;
+            return (!switch).then_some((HostId(port.0), true));
         }
         if p.resume(cx.now) {
             let t = p.head_arrival().expect("a head to resume");
@@ -608,7 +614,7 @@ impl Fabric {
             self.arm_depart(cx, port);
             None
         } else {
-            Some(HostId(port.0))
+            Some((HostId(port.0), false))
         }
     }
 }

@@ -30,6 +30,9 @@ struct Host {
     pulls: VecDeque<(FlowId, u32)>,
     next_pull: SimTime,
     pull_pending: bool,
+    /// PFC: `next_send` as it was when the ToR paused the NIC (which parks `next_send` far
+    /// beyond the run, so that the NIC pulls no data and `try_send` needs no check).
+    paused_send: SimTime,
 }
 
 /// Per-flow sending caps (failure-aware rates), if the control plane keeps them.
@@ -93,6 +96,7 @@ impl Hosts {
                 pulls: VecDeque::new(),
                 next_pull: SimTime::ZERO,
                 pull_pending: false,
+                paused_send: SimTime::ZERO,
             })
             .collect();
         let setup = HostSetup {
@@ -133,10 +137,18 @@ impl Hosts {
         cx.push(cx.now, Event::HostWake(h));
     }
 
-    /// PFC: host `h`'s NIC was paused by its ToR and may send again.
+    /// PFC: host `h`'s ToR paused its NIC (`paused`), which then pulls no data from its flows
+    /// (control packets still go), or let it go, and the host may send again.
     #[inline(never)]
-    pub(super) fn on_nic_resumed(&mut self, cx: &mut Cx, h: HostId) {
-        if !self.hosts[h.idx()].active.is_empty() {
+    pub(super) fn on_nic_pause(&mut self, cx: &mut Cx, h: HostId, paused: bool) {
+        let host = &mut self.hosts[h.idx()];
+        if paused {
+            host.paused_send = host.next_send;
+            host.next_send = crate::net::Port::UNSCHEDULED;
+            return;
+        }
+        host.next_send = host.paused_send;
+        if !host.active.is_empty() {
             self.schedule_wake(cx, h);
         }
     }
@@ -273,10 +285,6 @@ impl Hosts {
         }
         let p = &mut e.fabric.ports[port.idx()];
         p.sync(now);
-        // PFC: a paused NIC pulls no data; its resume wakes the host.
-        if p.paused {
-            return;
-        }
         let ready = p.busy_until.max(host.next_send);
         // A wake-up already due by then covers this; a later one (a paced flow's) does not.
         if host.wake_pending && host.wake_at <= ready.max(now) {

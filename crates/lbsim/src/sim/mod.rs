@@ -417,8 +417,8 @@ impl Simulation {
                 Event::PullWake(h) => self.hosts.on_pull_wake(&mut env!(self), h),
                 Event::Pfc(p) => {
                     let mut cx = cx!(self);
-                    if let Some(h) = self.fabric.on_pfc_frame(&mut cx, p) {
-                        self.hosts.on_nic_resumed(&mut cx, h);
+                    if let Some((h, paused)) = self.fabric.on_pfc_frame(&mut cx, p) {
+                        self.hosts.on_nic_pause(&mut cx, h, paused);
                     }
                 }
                 Event::Depart(p) => self.fabric.on_depart(&mut cx!(self), p),
