@@ -198,16 +198,7 @@ impl Fabric {
         p.sync(cx.now);
         if self.prio && kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
-                p.stats.drops += 1;
-                observe(
-                    &mut self.obs,
-                    &self.slots,
-                    cx.now,
-                    EventKind::Drop,
-                    Some(port),
-                    i,
-                );
-                return Some(i);
+                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
             }
         } else {
             let held = if self.prio {
@@ -217,29 +208,10 @@ impl Fabric {
             };
             let full = held + bytes > p.buffer_bytes;
             if full && !self.trim {
-                p.stats.drops += 1;
-                observe(
-                    &mut self.obs,
-                    &self.slots,
-                    cx.now,
-                    EventKind::Drop,
-                    Some(port),
-                    i,
-                );
-                return Some(i);
+                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
             }
             if kind == PacketKind::Data && marks(p, self.red, self.red_salt, port) {
-                self.slots.pkt_mut(i).ecn = true;
-                p.stats.ecn_marks += 1;
-                cx.counters.ecn_marks += 1;
-                observe(
-                    &mut self.obs,
-                    &self.slots,
-                    cx.now,
-                    EventKind::Mark,
-                    Some(port),
-                    i,
-                );
+                mark(p, &mut self.obs, &mut self.slots, cx, port, i);
             }
             if full {
                 // NDP: trim the arriving packet or, every other time, the newest queued one
@@ -257,16 +229,7 @@ impl Fabric {
                     o.trimmed(cx.now, port, self.slots.pkt(i).flow);
                 }
                 if p.ctrl_bytes as u64 + self.trim_header as u64 > self.ctrl_cap {
-                    p.stats.drops += 1;
-                    observe(
-                        &mut self.obs,
-                        &self.slots,
-                        cx.now,
-                        EventKind::Drop,
-                        Some(port),
-                        i,
-                    );
-                    return Some(i);
+                    return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
                 }
             }
         }
@@ -442,43 +405,15 @@ impl Fabric {
         let p = &mut self.ports[port.idx()];
         if kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
-                p.stats.drops += 1;
-                observe(
-                    &mut self.obs,
-                    &self.slots,
-                    cx.now,
-                    EventKind::Drop,
-                    Some(port),
-                    i,
-                );
-                return Some(i);
+                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
             }
         } else {
             let f = from.idx();
             if pfc.held[f] + bytes > pfc.buffer {
-                p.stats.drops += 1;
-                observe(
-                    &mut self.obs,
-                    &self.slots,
-                    cx.now,
-                    EventKind::Drop,
-                    Some(port),
-                    i,
-                );
-                return Some(i);
+                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
             }
             if marks(p, self.red, self.red_salt, port) {
-                self.slots.pkt_mut(i).ecn = true;
-                p.stats.ecn_marks += 1;
-                cx.counters.ecn_marks += 1;
-                observe(
-                    &mut self.obs,
-                    &self.slots,
-                    cx.now,
-                    EventKind::Mark,
-                    Some(port),
-                    i,
-                );
+                mark(p, &mut self.obs, &mut self.slots, cx, port, i);
             }
             self.slots.set_ingress(i, from.0);
             pfc.held[f] += bytes;
@@ -617,6 +552,38 @@ impl Fabric {
             Some((HostId(port.0), false))
         }
     }
+}
+
+/// A port refused the packet in slot `i` (its buffer is full): counted, logged if telemetry
+/// asks, and handed back for release.
+#[inline]
+fn refused(
+    p: &mut Port,
+    obs: &mut Option<Box<Observe>>,
+    slots: &Slots,
+    now: SimTime,
+    port: PortId,
+    i: u32,
+) -> Option<u32> {
+    p.stats.drops += 1;
+    observe(obs, slots, now, EventKind::Drop, Some(port), i);
+    Some(i)
+}
+
+/// The data packet in slot `i` is CE-marked at `port`.
+#[inline]
+fn mark(
+    p: &mut Port,
+    obs: &mut Option<Box<Observe>>,
+    slots: &mut Slots,
+    cx: &mut Cx,
+    port: PortId,
+    i: u32,
+) {
+    slots.pkt_mut(i).ecn = true;
+    p.stats.ecn_marks += 1;
+    cx.counters.ecn_marks += 1;
+    observe(obs, slots, cx.now, EventKind::Mark, Some(port), i);
 }
 
 /// Whether a data packet arriving at `p` now is CE-marked: above the threshold, always (step
