@@ -823,16 +823,7 @@ fn queue_scaling(
                 slope.map(|v| format!("{v:.2}")).unwrap_or("-".into())
             ),
             color: color(sc, schemes),
-            points: pts
-                .iter()
-                .map(|&(m, q)| LinePoint {
-                    x: m,
-                    y: q,
-                    lo: q,
-                    hi: q,
-                    hollow: false,
-                })
-                .collect(),
+            points: pts.iter().map(|&(m, q)| LinePoint::at(m, q)).collect(),
         })
         .collect();
     svg::lines(o, &f, &y, &series, &|v| x.map(v, f.x0(), f.x1()));
@@ -956,11 +947,7 @@ fn failure_lines(
         &format!("{key} (hollow: unfinished runs, end over bound)"),
     );
     svg::lines(o, &f, &y, &series, &xmap);
-    let items: Vec<(String, String)> = series
-        .iter()
-        .map(|s| (s.color.clone(), s.name.clone()))
-        .collect();
-    svg::legend(o, &f, &items);
+    svg::series_legend(o, &f, &series);
     o.push_str("</svg></figure>\n");
 }
 

@@ -247,6 +247,28 @@ pub struct LinePoint {
     pub hollow: bool,
 }
 
+impl LinePoint {
+    /// A plain point: no whisker, filled.
+    pub fn at(x: f64, y: f64) -> LinePoint {
+        LinePoint {
+            x,
+            y,
+            lo: y,
+            hi: y,
+            hollow: false,
+        }
+    }
+}
+
+/// A legend entry per series, in order.
+pub fn series_legend(o: &mut String, f: &Frame, series: &[Series]) {
+    let items: Vec<(String, String)> = series
+        .iter()
+        .map(|s| (s.color.clone(), s.name.clone()))
+        .collect();
+    legend(o, f, &items);
+}
+
 /// Lines with whiskers; `xmap` places x values (numeric or categorical).
 pub fn lines(o: &mut String, f: &Frame, y: &Axis, series: &[Series], xmap: &dyn Fn(f64) -> f64) {
     draw_lines(o, f, y, series, xmap, true);

@@ -519,13 +519,7 @@ fn queue_bands(o: &mut String, r: &RunData, t: &Telemetry, id: &str) {
                 .map(|c| {
                     let mut v: Vec<f64> = ports.iter().map(|s| s.mean[c]).collect();
                     let y = percentile(&mut v, p);
-                    LinePoint {
-                        x: mid[c],
-                        y,
-                        lo: y,
-                        hi: y,
-                        hollow: false,
-                    }
+                    LinePoint::at(mid[c], y)
                 })
                 .collect();
             series.push(Series {
@@ -537,13 +531,7 @@ fn queue_bands(o: &mut String, r: &RunData, t: &Telemetry, id: &str) {
         let max_pts: Vec<LinePoint> = (0..cols)
             .map(|c| {
                 let y = ports.iter().map(|s| s.max[c]).fold(0.0, f64::max);
-                LinePoint {
-                    x: mid[c],
-                    y,
-                    lo: y,
-                    hi: y,
-                    hollow: false,
-                }
+                LinePoint::at(mid[c], y)
             })
             .collect();
         series.push(Series {
@@ -571,11 +559,7 @@ fn queue_bands(o: &mut String, r: &RunData, t: &Telemetry, id: &str) {
         svg::y_axis(o, &f, &y, "queue (bytes)");
         svg::x_axis(o, &f, &x, "time (us)");
         svg::traces(o, &f, &y, &series, &|v| x.map(v, f.x0(), f.x1()));
-        let items: Vec<(String, String)> = series
-            .iter()
-            .map(|s| (s.color.clone(), s.name.clone()))
-            .collect();
-        svg::legend(o, &f, &items);
+        svg::series_legend(o, &f, &series);
         o.push_str("</svg></figure>\n");
     }
 }
@@ -592,16 +576,7 @@ fn windows(o: &mut String, r: &RunData, t: &Telemetry, id: &str) {
         .map(|(i, (fl, pts, _))| Series {
             name: format!("flow {fl}"),
             color: svg::PALETTE[i % svg::PALETTE.len()].into(),
-            points: pts
-                .iter()
-                .map(|&(a, b)| LinePoint {
-                    x: a,
-                    y: b,
-                    lo: b,
-                    hi: b,
-                    hollow: false,
-                })
-                .collect(),
+            points: pts.iter().map(|&(a, b)| LinePoint::at(a, b)).collect(),
         })
         .collect();
     let title = format!("Sampled flows: {label} over time ({})", r.name);
@@ -617,10 +592,6 @@ fn windows(o: &mut String, r: &RunData, t: &Telemetry, id: &str) {
     svg::y_axis(o, &f, &y, label);
     svg::x_axis(o, &f, &x, "time (us)");
     svg::traces(o, &f, &y, &series, &|v| x.map(v, f.x0(), f.x1()));
-    let items: Vec<(String, String)> = series
-        .iter()
-        .map(|s| (s.color.clone(), s.name.clone()))
-        .collect();
-    svg::legend(o, &f, &items);
+    svg::series_legend(o, &f, &series);
     o.push_str("</svg></figure>\n");
 }
