@@ -65,6 +65,8 @@ pub const CASES: &[Case] = &[
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchRow {
     pub case: String,
+    /// Threads the run used (partitions of the fabric).
+    pub threads: u32,
     pub hosts: u32,
     pub flows: u64,
     pub wall_seconds: f64,
@@ -99,15 +101,20 @@ fn peak_rss_mib() -> f64 {
 }
 
 /// Runs one case in this process and prints its row as JSON (the child side).
-pub fn run_child(name: &str) -> Result<()> {
+pub fn run_child(name: &str, threads: u32) -> Result<()> {
     let c = case(name)?;
-    let sets: Vec<String> = BASE.iter().chain(c.sets).map(|s| s.to_string()).collect();
+    let mut sets: Vec<String> = BASE.iter().chain(c.sets).map(|s| s.to_string()).collect();
+    sets.push(format!("threads={threads}"));
     let file = ScenarioFile::builtin(&sets)?;
     let sc = Scenario::build(file, &Origin::builtin())?;
     let out = lbsim::run(sc);
     let s = &out.summary;
     let row = BenchRow {
         case: c.name.into(),
+        threads: match &out.parallel {
+            Some(lbsim::sim::Parallel::Ran(p)) => p.partitions,
+            _ => 1,
+        },
         hosts: s.hosts,
         flows: s.flows,
         wall_seconds: s.wall_seconds,
@@ -123,7 +130,7 @@ pub fn run_child(name: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn run_suite(suite: &str, out: Option<&Path>) -> Result<()> {
+pub fn run_suite(suite: &str, out: Option<&Path>, threads: u32) -> Result<()> {
     let full = match suite {
         "quick" => false,
         "full" => true,
@@ -132,8 +139,9 @@ pub fn run_suite(suite: &str, out: Option<&Path>) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the lbsim executable")?;
     let mut rows = Vec::new();
     println!(
-        "{:<11} {:>7} {:>9} {:>9} {:>12} {:>11} {:>13} {:>9} {:>11} {:>9}",
+        "{:<11} {:>7} {:>7} {:>9} {:>9} {:>12} {:>11} {:>13} {:>9} {:>11} {:>9}",
         "case",
+        "threads",
         "hosts",
         "flows",
         "wall(s)",
@@ -146,7 +154,7 @@ pub fn run_suite(suite: &str, out: Option<&Path>) -> Result<()> {
     );
     for c in CASES.iter().filter(|c| full || !c.full_only) {
         let o = Command::new(&exe)
-            .args(["bench", "--case", c.name])
+            .args(["bench", "--case", c.name, "--threads", &threads.to_string()])
             .output()
             .with_context(|| format!("cannot run bench case {}", c.name))?;
         if !o.status.success() {
@@ -159,8 +167,9 @@ pub fn run_suite(suite: &str, out: Option<&Path>) -> Result<()> {
         let row: BenchRow = serde_json::from_slice(&o.stdout)
             .with_context(|| format!("bench case {} printed no result", c.name))?;
         println!(
-            "{:<11} {:>7} {:>9} {:>9.2} {:>12} {:>11.2} {:>13.2} {:>9.1} {:>11} {:>9}",
+            "{:<11} {:>7} {:>7} {:>9} {:>9.2} {:>12} {:>11.2} {:>13.2} {:>9.1} {:>11} {:>9}",
             row.case,
+            row.threads,
             row.hosts,
             row.flows,
             row.wall_seconds,

@@ -50,6 +50,11 @@ enum Cmd {
         /// No progress on stderr.
         #[arg(long)]
         quiet: bool,
+        /// Threads (partitions of the fabric) for this run; the results are the same for any
+        /// count. Default: the scenario's `threads`, else every core. Given, the run's window
+        /// statistics are printed on stderr.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+        threads: Option<u32>,
     },
     /// Run the configuration once per load-balancing scheme and print a comparison table.
     Compare {
@@ -121,6 +126,9 @@ enum Cmd {
         /// Run one case in this process and print its row as JSON (used by the suite).
         #[arg(long, hide = true)]
         case: Option<String>,
+        /// Threads per case (results are the same for any count).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+        threads: u32,
     },
     /// Run the cartesian product of scenario keys (a sweep file) on all cores, on Slurm or in
     /// shards; resumable; writes DIR/results.csv.
@@ -176,8 +184,19 @@ fn main() -> ExitCode {
 }
 
 /// `lbsim run`: one run with progress; Ctrl-C or SIGTERM stops it and writes what is done.
-fn run_one(args: &ScenarioArgs, out: Option<&Path>, force: bool, quiet: bool) -> Result<()> {
-    let (file, origin) = load_file(args)?;
+fn run_one(
+    args: &ScenarioArgs,
+    out: Option<&Path>,
+    force: bool,
+    quiet: bool,
+    threads: Option<u32>,
+) -> Result<()> {
+    let (mut file, origin) = load_file(args)?;
+    file.threads = threads.or(file.threads).or_else(|| {
+        std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get().min(256) as u32)
+    });
     let capped = file.end_time_us.is_some();
     if let Some(dir) = out {
         guard::check_out(dir)?;
@@ -197,6 +216,9 @@ fn run_one(args: &ScenarioArgs, out: Option<&Path>, force: bool, quiet: bool) ->
     })?;
     shown.finish();
     println!("{}", output::one_line(&res.summary));
+    if let (Some(_), Some(p)) = (threads, &res.parallel) {
+        eprintln!("{}", output::parallel_lines(p));
+    }
     if let Some(dir) = out {
         output::write_run(dir, &res)?;
     }
@@ -244,7 +266,8 @@ fn real_main(cli: Cli) -> Result<()> {
             out,
             force,
             quiet,
-        } => run_one(&scenario, out.as_deref(), force, quiet),
+            threads,
+        } => run_one(&scenario, out.as_deref(), force, quiet, threads),
         Cmd::Compare {
             scenario,
             schemes,
@@ -290,9 +313,14 @@ fn real_main(cli: Cli) -> Result<()> {
                 force,
             },
         ),
-        Cmd::Bench { suite, out, case } => match case {
-            Some(c) => bench::run_child(&c),
-            None => bench::run_suite(&suite, out.as_deref()),
+        Cmd::Bench {
+            suite,
+            out,
+            case,
+            threads,
+        } => match case {
+            Some(c) => bench::run_child(&c, threads),
+            None => bench::run_suite(&suite, out.as_deref(), threads),
         },
         Cmd::Sweep(a) => sweep::main(a),
         Cmd::Report(a) => report::main(a),

@@ -387,6 +387,46 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
     text
 }
 
+/// A partitioned run's window statistics (stderr, with `--threads`): what the scaling model
+/// in ARCHITECTURE.md is fed.
+pub fn parallel_lines(p: &lbsim::sim::Parallel) -> String {
+    use lbsim::sim::Parallel;
+    let s = match p {
+        Parallel::Single(why) => return format!("threads: ran on one thread ({why})"),
+        Parallel::Ran(s) => s,
+    };
+    let total: u64 = s.events.iter().sum();
+    let windows = s.windows.max(1);
+    let per_part = |v: &[u64]| {
+        v.iter()
+            .map(|e| format!("{:.1}%", 100.0 * *e as f64 / total.max(1) as f64))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let waits = s
+        .wait_seconds
+        .iter()
+        .map(|w| format!("{:.0}%", 100.0 * w / s.wall_seconds.max(1e-9)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "threads: {} partitions, window {:.3} us, {} windows, {:.0} events/window, \
+         {} packets shipped ({:.1}/window, max {}), {} remote starts\n\
+         threads: events per partition {}; barrier wait (share of {:.2} s) {}",
+        s.partitions,
+        s.window_ps as f64 / 1e6,
+        s.windows,
+        total as f64 / windows as f64,
+        s.shipped_packets,
+        s.shipped_packets as f64 / windows as f64,
+        s.max_shipped_per_window,
+        s.remote_starts,
+        per_part(&s.events),
+        s.wall_seconds,
+        waits
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -237,16 +237,22 @@ fn digest_dir(dir: &Path) -> String {
 }
 
 fn tmpdir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-digests-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "lbsim-digests-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-fn run(dir: &Path, name: &str, sets: &[String]) -> String {
-    let out = dir.join(name);
+/// Runs a case on `threads` threads; returns its digest and what stderr said of the threads.
+fn run(dir: &Path, name: &str, sets: &[String], threads: u32) -> (String, String) {
+    let out = dir.join(format!("{name}-{threads}"));
     let mut c = Command::new(env!("CARGO_BIN_EXE_lbsim"));
     c.arg("run").arg("--quiet").arg("--out").arg(&out);
+    c.arg("--threads").arg(threads.to_string());
     let (failure, sets): (Vec<&String>, Vec<&String>) =
         sets.iter().partition(|s| s.starts_with("failures.0."));
     if !failure.is_empty() {
@@ -262,17 +268,21 @@ fn run(dir: &Path, name: &str, sets: &[String]) -> String {
         c.arg("--set").arg(s);
     }
     let o = c.output().expect("lbsim runs");
+    let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         o.status.success() || o.status.code() == Some(3),
-        "{name}: {}",
-        String::from_utf8_lossy(&o.stderr)
+        "{name}: {err}"
     );
-    digest_dir(&out)
+    let threads = err
+        .lines()
+        .find(|l| l.starts_with("threads: "))
+        .unwrap_or("")
+        .to_string();
+    (digest_dir(&out), threads)
 }
 
-#[test]
-fn outputs_match_their_stored_digests() {
-    let dir = tmpdir();
+/// The trace case, whose barrier trigger counts completions at hosts 9 and 13.
+fn all_cases(dir: &Path) -> Vec<(String, Vec<String>)> {
     let cm = dir.join("trace.cm");
     std::fs::write(&cm, CM).unwrap();
     let mut cases = cases();
@@ -285,9 +295,44 @@ fn outputs_match_their_stored_digests() {
             "load_balancing.scheme=switch_random".into(),
         ],
     ));
-    let got: Vec<String> = cases
+    cases
+}
+
+/// Cases that stay on one thread, and why: a trigger with no delay links completions and
+/// starts in different partitions (a pairwise round waits for its send's receipt at the peer;
+/// FSDP's next gather waits for the whole previous one; the trace's second trigger starts a
+/// flow at another pod's host on send completion).
+const SINGLE: &[&str] = &["coll-pairwise", "coll-fsdp", "trace-cm"];
+
+/// Every pinned case on 3 threads (k = 4: pods 0-1, 2 and 3, cores dealt round-robin) gives
+/// the bytes it gives on one; all but those in `SINGLE` really run partitioned.
+#[test]
+fn outputs_do_not_depend_on_the_thread_count() {
+    let dir = tmpdir().join("threads");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut diff = Vec::new();
+    for (name, sets) in all_cases(&dir) {
+        let (one, _) = run(&dir, &name, &sets, 1);
+        let (three, how) = run(&dir, &name, &sets, 3);
+        if one != three {
+            diff.push(format!(
+                "  {name}: 1 thread {one}\n  {name}: 3 threads {three}"
+            ));
+        }
+        let single = SINGLE.contains(&name.as_str());
+        if how.contains("3 partitions") == single {
+            diff.push(format!("  {name}: {how}"));
+        }
+    }
+    assert!(diff.is_empty(), "outputs differ:\n{}", diff.join("\n"));
+}
+
+#[test]
+fn outputs_match_their_stored_digests() {
+    let dir = tmpdir();
+    let got: Vec<String> = all_cases(&dir)
         .iter()
-        .map(|(name, sets)| format!("{name} {}", run(&dir, name, sets)))
+        .map(|(name, sets)| format!("{name} {}", run(&dir, name, sets, 1).0))
         .collect();
     let text = got.join("\n") + "\n";
     if std::env::var_os("LBSIM_BLESS").is_some() {

@@ -36,6 +36,8 @@ pub struct RunOutput {
     pub collectives: stats::collectives::CollectiveReport,
     /// The observer stopped the run before it ended (see [`run_observed`]).
     pub interrupted: bool,
+    /// How the run used `threads` (None: one thread was asked for).
+    pub parallel: Option<sim::Parallel>,
 }
 
 /// Builds, runs and summarizes one scenario, filling in the wall-clock fields.
@@ -57,7 +59,9 @@ pub fn run_with(
 ) -> RunOutput {
     let labels = sc.labels.clone();
     let t0 = std::time::Instant::now();
+    let threads = sc.settings.threads.unwrap_or(1) as usize;
     let mut sim = Simulation::new(sc);
+    sim.set_threads(threads);
     let interrupted = sim.run_with(observe, sink);
     let wall = t0.elapsed().as_secs_f64();
     let mut summary = sim.summary();
@@ -73,5 +77,6 @@ pub fn run_with(
         collectives: stats::collectives::report(&labels, &flows),
         flows,
         interrupted,
+        parallel: sim.parallel().cloned(),
     }
 }

@@ -1,18 +1,21 @@
-//! The pending-event set, keyed by (time, insertion sequence).
+//! The pending-event set, keyed by (time, rank, event).
 //!
-//! The sequence number makes equal-time events pop in the order they were scheduled (FIFO), which
-//! is what makes a run deterministic. Almost every event is scheduled a serialization plus a link
+//! The key names an event by what it is, never by when or where it was scheduled: the caller's
+//! rank (the simulation's zero-delay depth) and the 32-bit event itself break ties between
+//! equal times. Equal keys are equal events, whose order cannot matter. So the order in which
+//! events are pushed never decides the order they pop in, which is what lets a partitioned run
+//! (events handed between threads in batches) pop exactly what a single queue would. Almost every event is scheduled a serialization plus a link
 //! latency ahead, so the set is a calendar: a wheel of 16,384 buckets of `2^shift` picoseconds
 //! each, with a bitmap of non-empty buckets, covers the near future, and a 4-ary heap holds what
 //! lies beyond it (flow starts, timers, failures). A bucket holds a handful of events, kept
 //! sorted, so push and pop cost a few dozen instructions where a heap of a few thousand entries
 //! spent hundreds on comparisons (measured with callgrind). The order is
-//! exactly the heap's: the same (time, sequence) key decides everywhere.
+//! exactly the heap's: the same (time, rank, event) key decides everywhere.
 
 use crate::time::SimTime;
 
-/// Time in the high word, then (sequence << 32 | event) in the low word: comparing the pair as one
-/// u128 orders by time, then insertion (sequences are unique, so the event bits never decide).
+/// Time in the high word, then (rank << 32 | event) in the low word: comparing the pair as one
+/// u128 orders by time, then rank, then event.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     time: u64,
@@ -36,7 +39,6 @@ const SHRINK_ABOVE: usize = 32;
 /// A priority queue of events carried as 32-bit values.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    seq: u32,
     /// Bucket width: 2^shift picoseconds.
     shift: u32,
     /// The cursor's absolute bucket: every wheel entry's bucket is in [cur, cur + SLOTS).
@@ -47,8 +49,8 @@ pub struct EventQueue<E> {
     inline: Vec<Entry>,
     /// Bucket b's entries beyond the first `CAP`.
     over: Vec<Vec<Entry>>,
-    /// Entries in each bucket. A bucket is sorted by key: entries mostly arrive in order (later
-    /// sequence, same or later time), so insertion is a write at the back. Only the cursor's
+    /// Entries in each bucket. A bucket is sorted by key: entries mostly arrive in order (same or
+    /// later time), so insertion is a write at the back. Only the cursor's
     /// bucket is ever popped, so one index says how much of it is gone, and the bucket is
     /// emptied when it runs out.
     len: Vec<u32>,
@@ -78,7 +80,6 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     /// apart at the densest, e.g. a quarter of the fastest link's ACK serialization.
     pub fn with_bucket_ps(width: u64) -> Self {
         EventQueue {
-            seq: 0,
             shift: width.max(1).ilog2().min(40),
             cur: 0,
             inline: vec![Entry { time: 0, lo: 0 }; SLOTS * CAP],
@@ -100,19 +101,36 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         self.len() == 0
     }
 
-    /// Schedules `ev` at time `t` (not before the last event popped).
+    /// Schedules `ev` at time `t` with rank 0 (its key above the last event popped).
     #[inline(always)]
     pub fn push(&mut self, t: SimTime, ev: E) {
-        if self.seq == u32::MAX {
-            self.renumber();
-        }
-        let seq = self.seq;
-        self.seq += 1;
+        self.push_ranked(t, 0, ev);
+    }
+
+    /// Schedules `ev` at time `t`, ordered after equal-time events of lower rank. Its key
+    /// (time, rank, event) must be above the last event popped.
+    #[inline(always)]
+    pub fn push_ranked(&mut self, t: SimTime, rank: u32, ev: E) {
         let ev: u32 = ev.into();
         self.insert(Entry {
             time: t.0,
-            lo: ((seq as u64) << 32) | ev as u64,
+            lo: ((rank as u64) << 32) | ev as u64,
         });
+    }
+
+    /// When the earliest event is due, if any.
+    pub fn peek_time(&self) -> Option<SimTime> {
+        let wheel = (self.count > 0).then(|| {
+            let b = self.next_bucket();
+            let s = b as usize % SLOTS;
+            let i = if b == self.cur { self.head } else { 0 };
+            self.get(s, i).time
+        });
+        let far = self.far.peek().map(|e| e.time);
+        match (wheel, far) {
+            (Some(a), Some(b)) => Some(SimTime(a.min(b))),
+            (a, b) => a.or(b).map(SimTime),
+        }
     }
 
     /// Entry `i` of bucket `s`.
@@ -160,32 +178,6 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         b[at] = e;
     }
 
-    /// Reassigns sequence numbers 0.. in pop order when they run out; the order is unchanged.
-    #[cold]
-    fn renumber(&mut self) {
-        let mut all: Vec<Entry> = std::mem::take(&mut self.far.v);
-        let cur = self.cur as usize % SLOTS;
-        for s in 0..SLOTS {
-            let from = if s == cur { self.head } else { 0 };
-            for i in from..self.len[s] as usize {
-                all.push(self.get(s, i));
-            }
-            self.len[s] = 0;
-            self.over[s].clear();
-        }
-        self.head = 0;
-        self.bits.fill(0);
-        self.count = 0;
-        all.sort_unstable_by_key(|e| e.key());
-        for (i, e) in all.iter_mut().enumerate() {
-            e.lo = ((i as u64) << 32) | (e.lo & 0xffff_ffff);
-        }
-        self.seq = all.len() as u32;
-        for e in all {
-            self.insert(e);
-        }
-    }
-
     /// Moves far events that the cursor's advance brought inside the wheel's horizon.
     #[inline]
     fn migrate(&mut self) {
@@ -225,8 +217,24 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     /// bucket (usually, when events are dense): a free look ahead, to fetch what it will need.
     #[inline]
     pub fn pop_peek(&mut self) -> Option<(SimTime, E, Option<E>)> {
+        self.pop_ranked().map(|(t, _, e, n)| (t, e, n))
+    }
+
+    /// [`EventQueue::pop_peek`] with the event's rank.
+    #[inline]
+    pub fn pop_ranked(&mut self) -> Option<(SimTime, u32, E, Option<E>)> {
+        self.pop_ranked_before(SimTime::MAX)
+    }
+
+    /// [`EventQueue::pop_ranked`] if the earliest event is due before `limit`; otherwise
+    /// nothing is removed (a window's end: events may still be pushed below it).
+    #[inline]
+    pub fn pop_ranked_before(&mut self, limit: SimTime) -> Option<(SimTime, u32, E, Option<E>)> {
         if self.count == 0 {
             let e = self.far.peek()?;
+            if e.time >= limit.0 {
+                return None;
+            }
             self.cur = e.time >> self.shift;
             self.migrate();
         }
@@ -238,6 +246,9 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         }
         let s = b as usize % SLOTS;
         let e = self.get(s, self.head);
+        if e.time >= limit.0 {
+            return None;
+        }
         self.head += 1;
         self.count -= 1;
         let next = if self.head == self.len[s] as usize {
@@ -257,7 +268,12 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         } else {
             Some(E::from(self.get(s, self.head).lo as u32))
         };
-        Some((SimTime(e.time), E::from(e.lo as u32), next))
+        Some((
+            SimTime(e.time),
+            (e.lo >> 32) as u32,
+            E::from(e.lo as u32),
+            next,
+        ))
     }
 }
 
@@ -324,29 +340,17 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn order_survives_sequence_renumbering() {
+    fn equal_times_pop_by_rank_then_event_whatever_the_push_order() {
         let mut q = EventQueue::new();
-        q.seq = u32::MAX - 3;
-        for i in 0..8u32 {
-            q.push(SimTime(7), i);
-        }
-        for i in 0..8u32 {
-            assert_eq!(q.pop(), Some((SimTime(7), i)));
-        }
-    }
-
-    #[test]
-    fn equal_times_pop_in_insertion_order() {
-        let mut q = EventQueue::new();
-        for i in 0..10u32 {
-            q.push(SimTime(5), i);
+        for (rank, ev) in [(1, 3u32), (0, 9), (1, 2), (0, 4), (2, 0)] {
+            q.push_ranked(SimTime(5), rank, ev);
         }
         q.push(SimTime(1), 100);
+        assert_eq!(q.peek_time(), Some(SimTime(1)));
         assert_eq!(q.pop(), Some((SimTime(1), 100)));
-        for i in 0..10u32 {
-            assert_eq!(q.pop(), Some((SimTime(5), i)));
-        }
-        assert_eq!(q.pop(), None);
+        let got: Vec<u32> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(got, vec![4, 9, 2, 3, 0]);
+        assert_eq!(q.peek_time(), None);
     }
 
     #[test]
@@ -398,7 +402,7 @@ mod tests {
             width in 1u64..5000,
         ) {
             // Each op pushes at now + delta; every other op also pops: the queue must hand out
-            // exactly what a sorted list of (time, push order) would.
+            // exactly what a sorted list of (time, event) would.
             let mut q = EventQueue::with_bucket_ps(width);
             let mut model: Vec<(u64, u32)> = vec![];
             let mut now = 0u64;
@@ -422,7 +426,35 @@ mod tests {
         }
 
         #[test]
-        fn pops_in_time_then_fifo_order(times in proptest::collection::vec(0u64..50, 0..300)) {
+        fn pops_in_key_order_whatever_the_push_order(
+            evs in proptest::collection::vec((0u64..50, 0u32..3, 0u32..40), 0..300),
+        ) {
+            // Pushed in the given order and reversed, the queue pops the same sequence: by
+            // time, then rank, then event.
+            let mut q = EventQueue::new();
+            let mut r = EventQueue::new();
+            for &(t, rank, e) in &evs {
+                q.push_ranked(SimTime(t), rank, e);
+            }
+            for &(t, rank, e) in evs.iter().rev() {
+                r.push_ranked(SimTime(t), rank, e);
+            }
+            let mut expected: Vec<(u64, u32, u32)> = evs.clone();
+            expected.sort();
+            let mut got = Vec::new();
+            let mut again = Vec::new();
+            while let Some((t, rank, e, _)) = q.pop_ranked() {
+                got.push((t.0, rank, e));
+            }
+            while let Some((t, rank, e, _)) = r.pop_ranked() {
+                again.push((t.0, rank, e));
+            }
+            prop_assert_eq!(&got, &expected);
+            prop_assert_eq!(got, again);
+        }
+
+        #[test]
+        fn pops_in_time_then_event_order(times in proptest::collection::vec(0u64..50, 0..300)) {
             let mut q = EventQueue::new();
             for (i, t) in times.iter().enumerate() {
                 q.push(SimTime(*t), i as u32);

@@ -650,6 +650,19 @@ impl Port {
         i
     }
 
+    /// Moves every packet held from store `from` to store `to` (a partitioned run gathering
+    /// its ports into one world), keeping the ring as it is.
+    pub fn relocate(&mut self, from: &mut Slots, to: &mut Slots) {
+        let mut n = self.head;
+        while n != self.tail {
+            let old = self.at(n).slot;
+            let new = to.insert(*from.pkt(old));
+            from.release(old);
+            self.at_mut(n).slot = new;
+            n = n.wrapping_add(1);
+        }
+    }
+
     /// The packets held, oldest first (on the wire, then in service, then queued).
     pub fn packets(&self) -> impl Iterator<Item = Held> + '_ {
         (0..self.len()).map_while(|k| self.nth(k))

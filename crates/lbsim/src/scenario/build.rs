@@ -119,6 +119,14 @@ impl Scenario {
             msg,
         })?;
         file.load_balancing.validate(scheme, o)?;
+        if let Some(n) = file.threads {
+            check(
+                (1..=256).contains(&n),
+                o,
+                "threads",
+                "must be from 1 to 256",
+            )?;
+        }
         let end_time = match file.end_time_us {
             None => None,
             Some(us) => {

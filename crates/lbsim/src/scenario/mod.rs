@@ -33,6 +33,10 @@ pub use set::{apply_sets, parse_set, set_path};
 #[serde(deny_unknown_fields, default)]
 pub struct ScenarioFile {
     pub seed: u64,
+    /// Threads one run uses (partitions of the fabric); results are the same for any count.
+    /// Unset: every core for `lbsim run`, one per run inside sweeps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// Stop the run here; flows unfinished by then are reported as such.
     pub end_time_us: Option<f64>,
     pub topology: TopologyConfig,
@@ -59,6 +63,7 @@ impl Default for ScenarioFile {
     fn default() -> Self {
         ScenarioFile {
             seed: 1,
+            threads: None,
             end_time_us: None,
             topology: TopologyConfig::default(),
             packet: PacketConfig::default(),
@@ -176,6 +181,8 @@ pub struct Scenario {
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub seed: u64,
+    /// `threads` (None: the front end's default).
+    pub threads: Option<u32>,
     pub packet: PacketConfig,
     /// Drop-tail buffer of every switch egress port.
     pub buffer_bytes: u64,
@@ -240,6 +247,7 @@ impl Settings {
         };
         Settings {
             seed: file.seed,
+            threads: file.threads,
             packet: file.packet.clone(),
             buffer_bytes: t.buffer_bytes,
             control_buffer_bytes: t.control_buffer_bytes.unwrap_or(t.buffer_bytes),

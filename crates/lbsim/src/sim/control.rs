@@ -42,6 +42,21 @@ pub(super) struct ControlPlane {
     /// Activations received by each trigger.
     trigger_counts: Vec<u32>,
     line_rate: BitsPerSec,
+    /// A partitioned run: which flows start in this partition (their source host is its own),
+    /// and the starts it owes other partitions (None: one world).
+    pub(super) remote: Option<Box<RemoteStarts>>,
+}
+
+pub(super) struct RemoteStarts {
+    /// Per flow: the partition its source host is in.
+    pub(super) owner: Vec<u8>,
+    pub(super) me: u8,
+    pub(super) out: Vec<(SimTime, FlowId)>,
+    /// Per trigger: fed from several partitions. Such a trigger is counted by every partition
+    /// from the activations all of them gather at each window's end (`acts`), and each starts
+    /// its own targets: its delay of at least one window leaves the time to.
+    pub(super) shared: Vec<bool>,
+    pub(super) acts: Vec<(SimTime, u32)>,
 }
 
 impl ControlPlane {
@@ -77,6 +92,7 @@ impl ControlPlane {
             computed: false,
             trigger_counts: vec![0; sc.deps.triggers.len()],
             line_rate,
+            remote: None,
         }
     }
 
@@ -216,13 +232,46 @@ impl ControlPlane {
             return;
         };
         for &t in ts {
+            if let Some(r) = self.remote.as_mut().filter(|r| r.shared[t as usize]) {
+                r.acts.push((cx.now, t));
+                continue;
+            }
             let tr = &deps.triggers[t as usize];
             let count = &mut self.trigger_counts[t as usize];
             *count += 1;
             let fire = *count == tr.needed || (tr.multishot && *count > tr.needed);
             if fire {
                 for &target in &tr.targets {
-                    cx.push(cx.now + tr.delay, Event::FlowStart(FlowId(target)));
+                    let (t, f) = (cx.now + tr.delay, FlowId(target));
+                    match &mut self.remote {
+                        Some(r) if r.owner[f.idx()] != r.me => r.out.push((t, f)),
+                        _ => cx.push(t, Event::FlowStart(f)),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A partitioned run: counts the activations of shared triggers that every partition
+    /// gathered in a window, in time order (equal times fire at the same time, whichever
+    /// counts first), and starts this partition's targets of those that fire.
+    pub(super) fn apply_shared(
+        &mut self,
+        events: &mut EventQueue<super::Packed>,
+        deps: &Dependencies,
+        mut acts: Vec<(SimTime, u32)>,
+    ) {
+        acts.sort_unstable();
+        let r = self.remote.as_ref().expect("a partition");
+        for (at, t) in acts {
+            let tr = &deps.triggers[t as usize];
+            let count = &mut self.trigger_counts[t as usize];
+            *count += 1;
+            if *count == tr.needed || (tr.multishot && *count > tr.needed) {
+                for &target in &tr.targets {
+                    if r.owner[target as usize] == r.me {
+                        events.push(at + tr.delay, Event::FlowStart(FlowId(target)).into());
+                    }
                 }
             }
         }

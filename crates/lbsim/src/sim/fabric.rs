@@ -45,8 +45,9 @@ pub(super) struct Fabric {
     /// A trimmed header meeting a full control queue goes back to its sender (NDP).
     rts: bool,
     trim_header: u16,
-    /// Alternates NDP's choice between trimming the arriving or the newest queued packet.
-    trim_coin: bool,
+    /// Per port: alternates NDP's choice between trimming the arriving or the newest queued
+    /// packet (each port its own, so that no other port's traffic moves it).
+    trim_coin: Vec<bool>,
     /// RED marking: Kmax and the probability there (None: step marking at the threshold).
     red: Option<(u64, f64)>,
     red_salt: u64,
@@ -61,6 +62,53 @@ pub(super) struct Fabric {
     pub(super) obs: Option<Box<Observe>>,
     /// Priority flow control, if on.
     pub(super) pfc: Option<Box<Pfc>>,
+    /// A partitioned run: the links this partition shares with others (None: one world).
+    pub(super) cut: Option<Box<Cut>>,
+}
+
+/// How a partition sees a port (see [`Cut`]).
+pub(super) const INSIDE: u8 = 0;
+/// The port is the partition's own and feeds another partition's node: its packets are
+/// shipped there, and their arrival here only frees the ring.
+pub(super) const SHIPS: u8 = 1;
+/// The port is another partition's and feeds a node of this one: arrivals come from
+/// `Cut::inbound`, in the order they were shipped.
+pub(super) const RECEIVES: u8 = 2;
+
+/// A partition's links to the others. A packet crossing a cut is shipped, with its arrival
+/// time, at the end of the window before the one it arrives in (its departure is final by
+/// then: see `parallel`); the receiving partition schedules its arrival as the single world
+/// would, and the sending one keeps it in the port's ring until then, for the queue.
+pub(super) struct Cut {
+    pub(super) kind: Vec<u8>,
+    /// Per port: the partition its far end is in.
+    to: Vec<u8>,
+    /// Per receiving port: the slots of packets shipped to this partition, oldest first.
+    inbound: Vec<std::collections::VecDeque<u32>>,
+    /// The ports this partition ships on, and per port how many of its oldest packets are
+    /// shipped.
+    out_ports: Vec<PortId>,
+    shipped: Vec<u32>,
+    /// Arrivals of shipped packets at the sending side: bookkeeping, not events of the model.
+    pub(super) pops: u64,
+}
+
+impl Cut {
+    pub(super) fn new(kind: Vec<u8>, to: Vec<u8>) -> Cut {
+        let n = kind.len();
+        let out_ports = (0..n as u32)
+            .filter(|&p| kind[p as usize] == SHIPS)
+            .map(PortId)
+            .collect();
+        Cut {
+            inbound: (0..n).map(|_| Default::default()).collect(),
+            shipped: vec![0; n],
+            out_ports,
+            kind,
+            to,
+            pops: 0,
+        }
+    }
 }
 
 /// PFC on the data class. A port is both an egress (of the node it leaves) and, at the switch
@@ -143,7 +191,7 @@ impl Fabric {
             rts: st.loss_recovery == crate::transport::LossRecoveryKind::Trim
                 && st.return_to_sender,
             trim_header: st.trim_header_bytes as u16,
-            trim_coin: false,
+            trim_coin: vec![false; if prio { topo.links.len() } else { 0 }],
             red: st.red,
             red_salt: crate::rng::derive_seed(st.seed, Stream::Salt, u64::MAX),
             sync_groups: sc.scheme.reads_queues,
@@ -151,6 +199,7 @@ impl Fabric {
             weights: Weights::default(),
             routing_epoch: 0,
             obs: None,
+            cut: None,
             pfc: st.pfc.map(|(xoff, xon)| {
                 let n = topo.links.len();
                 Box::new(Pfc {
@@ -216,8 +265,9 @@ impl Fabric {
             if full {
                 // NDP: trim the arriving packet or, every other time, the newest queued one
                 // (which the arriving packet replaces), so no flow is trimmed in phase.
-                self.trim_coin = !self.trim_coin;
-                if self.trim_coin {
+                let coin = &mut self.trim_coin[port.idx()];
+                *coin = !*coin;
+                if *coin {
                     p.swap_tail(&mut i, bytes as u16);
                 }
                 let packet = self.slots.pkt_mut(i);
@@ -275,6 +325,13 @@ impl Fabric {
         if self.pfc.is_some() && !self.pfc_arrival(cx, port) {
             return Arrival::Forwarded; // a stale event: nothing arrived
         }
+        if let Some(c) = &self.cut {
+            match c.kind[port.idx()] {
+                SHIPS => return self.pop_shipped(cx, port),
+                RECEIVES => return self.arrive_shipped(cx, topo, port),
+                _ => {}
+            }
+        }
         let p = &mut self.ports[port.idx()];
         let i = p.pop_arrived(cx.now);
         if let Some(next) = p.nth(0) {
@@ -299,6 +356,14 @@ impl Fabric {
                 }
             }
         }
+        self.land(cx, topo, port, i)
+    }
+
+    /// The packet in slot `i` reached the far end of `port`'s link: lost there if the link
+    /// is faulty, else forwarded by the switch or handed to the host.
+    #[inline(always)]
+    fn land(&mut self, cx: &mut Cx, topo: &Topology, port: PortId, i: u32) -> Arrival {
+        let p = &mut self.ports[port.idx()];
         if p.faulty && p.fault.loses() {
             p.stats.link_losses += 1;
             cx.counters.link_losses += 1;
@@ -315,6 +380,83 @@ impl Fabric {
         match p.peer {
             NodeId::Switch(s) => self.forward(cx, topo, s, i, port),
             NodeId::Host(h) => Arrival::AtHost(h, i),
+        }
+    }
+
+    /// A shipped packet's arrival at its sending side: its copy lives on in the receiving
+    /// partition, which decides its fate; here it only leaves the ring.
+    #[inline(never)]
+    fn pop_shipped(&mut self, cx: &mut Cx, port: PortId) -> Arrival {
+        let p = &mut self.ports[port.idx()];
+        let i = p.pop_arrived(cx.now);
+        if let Some(next) = p.nth(0) {
+            cx.push(next.tx_end + p.latency, Event::Arrive(port));
+        }
+        self.slots.release(i);
+        let c = self.cut.as_mut().expect("a cut");
+        c.shipped[port.idx()] -= 1;
+        c.pops += 1;
+        Arrival::Forwarded
+    }
+
+    /// A packet shipped from another partition reached the far end of `port`'s link.
+    #[inline(never)]
+    fn arrive_shipped(&mut self, cx: &mut Cx, topo: &Topology, port: PortId) -> Arrival {
+        let c = self.cut.as_mut().expect("a cut");
+        let i = c.inbound[port.idx()]
+            .pop_front()
+            .expect("an arrival on a cut link was shipped");
+        self.land(cx, topo, port, i)
+    }
+
+    /// Ships every packet on this partition's cut links that arrives before `before` and was
+    /// not shipped yet: `out(partition, port, arrival, packet)`.
+    pub(super) fn ship(
+        &mut self,
+        before: SimTime,
+        mut out: impl FnMut(u8, PortId, SimTime, crate::net::Packet),
+    ) {
+        let Some(c) = &mut self.cut else {
+            return;
+        };
+        for &port in &c.out_ports {
+            let p = &self.ports[port.idx()];
+            let k = &mut c.shipped[port.idx()];
+            while let Some(h) = p.nth(*k as usize) {
+                let t = h.tx_end + p.latency;
+                if t >= before {
+                    break;
+                }
+                out(c.to[port.idx()], port, t, *self.slots.pkt(h.slot));
+                *k += 1;
+            }
+        }
+    }
+
+    /// Takes a packet shipped by another partition: it arrives at the far end of `port` at
+    /// `t`, the event the single world would have scheduled.
+    pub(super) fn take_shipped(
+        &mut self,
+        events: &mut crate::engine::EventQueue<super::Packed>,
+        port: PortId,
+        t: SimTime,
+        pkt: crate::net::Packet,
+    ) {
+        let i = self.slots.insert(pkt);
+        let c = self.cut.as_mut().expect("a cut");
+        c.inbound[port.idx()].push_back(i);
+        events.push(t, Event::Arrive(port).into());
+    }
+
+    /// Frees the copies of packets shipped here that have not arrived yet (their originals
+    /// stay in the sending partition's rings).
+    pub(super) fn drop_inbound(&mut self) {
+        if let Some(c) = &mut self.cut {
+            for q in &mut c.inbound {
+                for i in q.drain(..) {
+                    self.slots.release(i);
+                }
+            }
         }
     }
 

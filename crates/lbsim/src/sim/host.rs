@@ -80,6 +80,9 @@ pub(super) struct Hosts {
     path_base: u64,
     /// Telemetry: the entropies sampled flows sent in the current interval (None: off).
     pub(super) paths: Option<Box<PathLog>>,
+    /// A partitioned run: the hosts this partition owns (None: all). The control plane's
+    /// replicated handlers wake only these; another partition wakes its own.
+    pub(super) owned: Option<Vec<bool>>,
 }
 
 impl Hosts {
@@ -126,11 +129,15 @@ impl Hosts {
             cnp_gap: (st.cc == CcKind::Dcqcn).then_some(st.cnp_interval),
             path_base: crate::rng::stream_base(st.seed, Stream::FlowPath),
             paths: None,
+            owned: None,
         }
     }
 
     /// Host `h` looks at its ring at `cx.now` (its flows' rates changed).
     pub(super) fn schedule_wake(&mut self, cx: &mut Cx, h: HostId) {
+        if self.owned.as_ref().is_some_and(|o| !o[h.idx()]) {
+            return;
+        }
         let host = &mut self.hosts[h.idx()];
         host.wake_pending = true;
         host.wake_at = cx.now;

@@ -25,6 +25,7 @@ use crate::workload::FlowSpec;
 use control::ControlPlane;
 use fabric::{Arrival, Fabric};
 use host::{Env, Hosts};
+pub use parallel::{Parallel, ParallelStats};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
@@ -74,11 +75,13 @@ pub use crate::ids::MAX_EVENT_ID;
 impl From<Event> for Packed {
     #[inline]
     fn from(e: Event) -> Packed {
+        // The tag is the first tie-break between equal-time events of one rank: failures and
+        // routing changes first, so that what arrives at that instant sees them.
         let (tag, id) = match e {
-            Event::FlowStart(f) => (0, f.0),
-            Event::Arrive(p) => (1, p.0),
-            Event::HostWake(h) => (2, h.0),
-            Event::Control(i) => (3, i),
+            Event::Control(i) => (0, i),
+            Event::FlowStart(f) => (1, f.0),
+            Event::Arrive(p) => (2, p.0),
+            Event::HostWake(h) => (3, h.0),
             Event::FlowTimer(f) => (4, f.0),
             Event::PullWake(h) => (5, h.0),
             Event::Pfc(p) => (6, p.0),
@@ -94,10 +97,10 @@ impl From<Packed> for Event {
     fn from(p: Packed) -> Event {
         let id = p.0 & ID_MASK;
         match p.0 >> ID_BITS {
-            0 => Event::FlowStart(FlowId(id)),
-            1 => Event::Arrive(PortId(id)),
-            2 => Event::HostWake(HostId(id)),
-            3 => Event::Control(id),
+            0 => Event::Control(id),
+            1 => Event::FlowStart(FlowId(id)),
+            2 => Event::Arrive(PortId(id)),
+            3 => Event::HostWake(HostId(id)),
             4 => Event::FlowTimer(FlowId(id)),
             5 => Event::PullWake(HostId(id)),
             6 => Event::Pfc(PortId(id)),
@@ -127,6 +130,38 @@ pub struct Counters {
     pub returned: u64,
     /// Data packets the receiver did not use: already held, or out of order under go-back-N.
     pub discarded: u64,
+}
+
+impl Counters {
+    /// Adds a partition's counts (each counted where its event happened, so none twice).
+    fn add(&mut self, o: &Counters) {
+        let Counters {
+            data_sent,
+            data_delivered,
+            data_dropped,
+            acks_sent,
+            acks_delivered,
+            acks_dropped,
+            ecn_marks,
+            link_losses,
+            unroutable,
+            trimmed,
+            returned,
+            discarded,
+        } = *o;
+        self.data_sent += data_sent;
+        self.data_delivered += data_delivered;
+        self.data_dropped += data_dropped;
+        self.acks_sent += acks_sent;
+        self.acks_delivered += acks_delivered;
+        self.acks_dropped += acks_dropped;
+        self.ecn_marks += ecn_marks;
+        self.link_losses += link_losses;
+        self.unroutable += unroutable;
+        self.trimmed += trimmed;
+        self.returned += returned;
+        self.discarded += discarded;
+    }
 }
 
 /// How often (in events) the run loop calls its observer: a power of two, so the check is a mask.
@@ -160,6 +195,8 @@ pub struct InFlight {
 pub struct Simulation {
     sc: Scenario,
     now: SimTime,
+    /// The rank of the event being handled (see [`Cx::push`]).
+    rank: u32,
     events: EventQueue<Packed>,
     event_count: u64,
     counters: Counters,
@@ -174,20 +211,32 @@ pub struct Simulation {
     control: ControlPlane,
     /// Telemetry's sampler (None: off, or run without a sink).
     tel: Option<Box<telemetry::Sampler>>,
+    /// The synchronization window: the least latency of any switch-to-switch link, so that a
+    /// packet crossing a cut between partitions arrives no sooner than the next window.
+    window: SimTime,
+    /// Threads to run on (1: the single loop); see `parallel`.
+    threads: usize,
+    /// How the last run went parallel, or why it did not (None: one thread was asked for).
+    parallel: Option<Parallel>,
 }
 
-/// What handling one event may touch besides the parts: the time, the event set and the
-/// run's counters.
+/// What handling one event may touch besides the parts: the time and rank of the event being
+/// handled, the event set and the run's counters.
 struct Cx<'a> {
     now: SimTime,
+    rank: u32,
     events: &'a mut EventQueue<Packed>,
     counters: &'a mut Counters,
 }
 
 impl Cx<'_> {
+    /// Schedules `e` at `t`. An event scheduled for the current instant ranks one above the
+    /// event that caused it (so it pops after it); anything later ranks 0. The rank is thus
+    /// the length of the zero-delay chain behind an event, known from the event alone.
     #[inline(always)]
     fn push(&mut self, t: SimTime, e: Event) {
-        self.events.push(t, e.into());
+        let rank = if t == self.now { self.rank + 1 } else { 0 };
+        self.events.push_ranked(t, rank, e.into());
     }
 }
 
@@ -196,6 +245,7 @@ macro_rules! cx {
     ($s:ident) => {
         Cx {
             now: $s.now,
+            rank: $s.rank,
             events: &mut $s.events,
             counters: &mut $s.counters,
         }
@@ -213,6 +263,9 @@ macro_rules! env {
         }
     };
 }
+
+// After the macros, which it uses.
+mod parallel;
 
 /// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
 fn cc_ctx(
@@ -238,6 +291,18 @@ fn cc_ctx(
         bdp: (bdp_wire * pk.payload_bytes as u128 / mtu as u128) as u64,
         trimming,
     }
+}
+
+/// The least latency of a switch-to-switch link (1 ps if there is none).
+fn sync_window(topo: &crate::net::Topology) -> SimTime {
+    use crate::ids::NodeId;
+    topo.links
+        .iter()
+        .filter(|l| matches!((l.from, l.to), (NodeId::Switch(_), NodeId::Switch(_))))
+        .map(|l| l.latency)
+        .min()
+        .unwrap_or(SimTime(1))
+        .max(SimTime(1))
 }
 
 /// Every flow's transport state as the settings give it: the idealized fast path keeps none.
@@ -305,8 +370,10 @@ impl Simulation {
             }
         }
         let control = ControlPlane::new(&sc, pace_rate, &mut events);
+        let window = sync_window(&sc.topology);
         Simulation {
             now: SimTime::ZERO,
+            rank: 0,
             events,
             event_count: 0,
             counters: Counters::default(),
@@ -317,8 +384,27 @@ impl Simulation {
             flows,
             control,
             tel: None,
+            window,
+            threads: 1,
+            parallel: None,
             sc,
         }
+    }
+
+    /// Runs on `n` threads (partitions of the fabric) where the scenario allows; the results
+    /// are the same for every `n`. Call before running.
+    pub fn set_threads(&mut self, n: usize) {
+        self.threads = n.max(1);
+    }
+
+    /// How the run went parallel, or why it stayed on one thread (None: one was asked for).
+    pub fn parallel(&self) -> Option<&Parallel> {
+        self.parallel.as_ref()
+    }
+
+    /// The synchronization window (see the field).
+    pub fn sync_window(&self) -> SimTime {
+        self.window
     }
 
     /// PFC: pauses egress `port` from `from` until `to`, as if the node it feeds had sent a
@@ -355,6 +441,13 @@ impl Simulation {
         observe: &mut dyn FnMut(&Progress) -> bool,
         mut sink: Option<&mut dyn TelemetrySink>,
     ) -> bool {
+        if self.threads > 1 && self.event_count == 0 {
+            let tel = sink.is_some() && self.sc.telemetry.is_some();
+            match self.run_parallel(self.threads, observe, tel) {
+                Ok(stopped) => return stopped,
+                Err(why) => self.parallel = Some(Parallel::Single(why)),
+            }
+        }
         let mut stopped = false;
         // With telemetry off this stays MAX, and the loop's one comparison never holds.
         let mut next_sample = match sink.as_deref_mut() {
@@ -368,7 +461,15 @@ impl Simulation {
         }
         let cap = self.sc.end_time.unwrap_or(SimTime::MAX);
         let total = self.flows.len() as u64;
-        while let Some((t, ev, next)) = self.events.pop_peek() {
+        // Once every flow is done the run goes on to the end of that synchronization window
+        // (as a partitioned run must: see `parallel`), and no further.
+        let mut stop_at = if self.completed == total && total > 0 {
+            self.window_end(self.now)
+        } else {
+            SimTime::MAX
+        };
+        // What is due from `stop_at` on is left pending: `now` stays at the last event handled.
+        while let Some((t, rank, ev, next)) = self.events.pop_ranked_before(stop_at) {
             if t > cap {
                 // The run stops at the cap; what was pending is left undone.
                 self.now = cap;
@@ -380,6 +481,7 @@ impl Simulation {
                 }
             }
             self.now = t;
+            self.rank = rank;
             self.event_count += 1;
             if self.event_count & (OBSERVE_EVENTS - 1) == 0 {
                 if let Some(s) = sink.as_deref_mut() {
@@ -402,29 +504,9 @@ impl Simulation {
             if let Some(Event::Arrive(p)) = next.map(Event::from) {
                 self.fabric.prefetch_port(p);
             }
-            match Event::from(ev) {
-                Event::FlowStart(f) => self.hosts.on_flow_start(&mut env!(self), f),
-                Event::Arrive(p) => self.on_arrive(p),
-                Event::HostWake(h) => self.hosts.on_wake(&mut env!(self), h),
-                Event::Control(i) => {
-                    let mut cx = cx!(self);
-                    let (sc, fabric) = (&self.sc, &mut self.fabric);
-                    let (flows, hosts) = (&mut self.flows, &mut self.hosts);
-                    self.control
-                        .on_control(&mut cx, i, sc, fabric, flows, hosts);
-                }
-                Event::FlowTimer(f) => self.hosts.on_flow_timer(&mut env!(self), f),
-                Event::PullWake(h) => self.hosts.on_pull_wake(&mut env!(self), h),
-                Event::Pfc(p) => {
-                    let mut cx = cx!(self);
-                    if let Some((h, paused)) = self.fabric.on_pfc_frame(&mut cx, p) {
-                        self.hosts.on_nic_pause(&mut cx, h, paused);
-                    }
-                }
-                Event::Depart(p) => self.fabric.on_depart(&mut cx!(self), p),
-            }
-            if self.completed == total {
-                break;
+            self.handle(Event::from(ev));
+            if self.completed == total && stop_at == SimTime::MAX {
+                stop_at = self.window_end(t);
             }
         }
         self.ended = Some(self.now);
@@ -432,6 +514,39 @@ impl Simulation {
             self.finish_telemetry(self.now, s);
         }
         stopped
+    }
+
+    /// Routes an event to the part that handles it.
+    #[inline(always)]
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::FlowStart(f) => self.hosts.on_flow_start(&mut env!(self), f),
+            Event::Arrive(p) => self.on_arrive(p),
+            Event::HostWake(h) => self.hosts.on_wake(&mut env!(self), h),
+            Event::Control(i) => {
+                let mut cx = cx!(self);
+                let (sc, fabric) = (&self.sc, &mut self.fabric);
+                let (flows, hosts) = (&mut self.flows, &mut self.hosts);
+                self.control
+                    .on_control(&mut cx, i, sc, fabric, flows, hosts);
+            }
+            Event::FlowTimer(f) => self.hosts.on_flow_timer(&mut env!(self), f),
+            Event::PullWake(h) => self.hosts.on_pull_wake(&mut env!(self), h),
+            Event::Pfc(p) => {
+                let mut cx = cx!(self);
+                if let Some((h, paused)) = self.fabric.on_pfc_frame(&mut cx, p) {
+                    self.hosts.on_nic_pause(&mut cx, h, paused);
+                }
+            }
+            Event::Depart(p) => self.fabric.on_depart(&mut cx!(self), p),
+        }
+    }
+
+    /// The end of the synchronization window holding time `t`: windows are `window` long and
+    /// start at multiples of it, fixed by the topology whatever the thread count.
+    fn window_end(&self, t: SimTime) -> SimTime {
+        let w = self.window.ps();
+        SimTime((t.ps() / w + 1) * w)
     }
 
     /// A packet reached the far end of `port`'s link: a switch forwards it, a host takes it.
@@ -454,7 +569,7 @@ impl Simulation {
                 .activate_all(&mut cx!(self), &self.sc.deps, f, recv);
         }
         if let Some((f, t)) = got.timer {
-            self.events.push(t, Event::FlowTimer(f).into());
+            cx!(self).push(t, Event::FlowTimer(f));
         }
         if let Some(f) = got.wake {
             self.hosts.wake_flow(&mut env!(self), f);

@@ -142,6 +142,46 @@ impl Flow {
         }
     }
 
+    /// Gathers a flow whose sides ran in different partitions: `self` holds the sender's
+    /// copy, `rx` the receiver's, `others` are every other copy. The sender's fields stay, the
+    /// receiver's are taken from `rx`, and drops (counted where they happen) are summed. Every
+    /// field is named, so a new one cannot be forgotten here.
+    pub fn gather(&mut self, rx: Option<&mut Flow>, others_dropped: u64) {
+        let Flow {
+            recv_bytes,
+            data_packets_received,
+            finish,
+            rx: receiver,
+            size: _,
+            last_cnp,
+            tx: _,
+            unsent: _,
+            next_send: _,
+            last_ack: _,
+            data_packets_sent: _,
+            src: _,
+            dst: _,
+            next_seq: _,
+            sender_done: _,
+            in_ring: _,
+            cc: _,
+            spec: _,
+            packets_dropped,
+            started: _,
+            timeouts: _,
+            retransmissions: _,
+            timer_at: _,
+        } = self;
+        if let Some(r) = rx {
+            *recv_bytes = r.recv_bytes;
+            *data_packets_received = r.data_packets_received;
+            *finish = r.finish;
+            *receiver = r.rx.take();
+            *last_cnp = r.last_cnp;
+        }
+        *packets_dropped += others_dropped;
+    }
+
     /// The next data packet's transmission number.
     #[inline]
     pub fn next_xmit(&self) -> u32 {

@@ -143,7 +143,7 @@ pub struct CcConfigs {
 /// A sender-side congestion control: told of every send, ACK and declared loss; answers with
 /// a window (bytes in flight allowed) and/or its own pacing rate. Each one lives in its own
 /// file and is named once in [`REGISTRY`].
-pub trait CongestionControl: std::fmt::Debug {
+pub trait CongestionControl: Send + std::fmt::Debug {
     /// Bytes the flow may have in flight, if window-limited.
     fn window(&self) -> Option<u64> {
         None
