@@ -221,14 +221,14 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     }
 
     /// [`EventQueue::pop_peek`] with the event's rank.
-    #[inline]
+    #[inline(always)]
     pub fn pop_ranked(&mut self) -> Option<(SimTime, u32, E, Option<E>)> {
         self.pop_ranked_before(SimTime::MAX)
     }
 
     /// [`EventQueue::pop_ranked`] if the earliest event is due before `limit`; otherwise
     /// nothing is removed (a window's end: events may still be pushed below it).
-    #[inline]
+    #[inline(always)]
     pub fn pop_ranked_before(&mut self, limit: SimTime) -> Option<(SimTime, u32, E, Option<E>)> {
         if self.count == 0 {
             let e = self.far.peek()?;

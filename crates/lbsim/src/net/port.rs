@@ -630,7 +630,7 @@ impl Port {
 
     /// Removes the head, which has reached the far end at `now`, and returns its slot (still
     /// holding the packet, which moves on in it).
-    #[inline]
+    #[inline(always)]
     pub fn pop_arrived(&mut self, now: SimTime) -> u32 {
         self.sync(now);
         debug_assert!(

@@ -325,13 +325,17 @@ impl Fabric {
         if self.pfc.is_some() && !self.pfc_arrival(cx, port) {
             return Arrival::Forwarded; // a stale event: nothing arrived
         }
-        if let Some(c) = &self.cut {
-            match c.kind[port.idx()] {
-                SHIPS => return self.pop_shipped(cx, port),
-                RECEIVES => return self.arrive_shipped(cx, topo, port),
-                _ => {}
-            }
-        }
+        let i = match self.cut.as_ref().map(|c| c.kind[port.idx()]) {
+            Some(SHIPS) => return self.pop_shipped(cx, port),
+            Some(RECEIVES) => self.take_inbound(port),
+            _ => self.pop_head(cx, flows, port),
+        };
+        self.land(cx, topo, port, i)
+    }
+
+    /// Takes the head of `port`'s ring, which has reached the far end, and schedules the next.
+    #[inline(always)]
+    fn pop_head(&mut self, cx: &mut Cx, flows: &[Flow], port: PortId) -> u32 {
         let p = &mut self.ports[port.idx()];
         let i = p.pop_arrived(cx.now);
         if let Some(next) = p.nth(0) {
@@ -356,7 +360,7 @@ impl Fabric {
                 }
             }
         }
-        self.land(cx, topo, port, i)
+        i
     }
 
     /// The packet in slot `i` reached the far end of `port`'s link: lost there if the link
@@ -399,14 +403,14 @@ impl Fabric {
         Arrival::Forwarded
     }
 
-    /// A packet shipped from another partition reached the far end of `port`'s link.
+    /// The slot of the packet shipped from another partition that reached the far end of
+    /// `port`'s link now.
     #[inline(never)]
-    fn arrive_shipped(&mut self, cx: &mut Cx, topo: &Topology, port: PortId) -> Arrival {
+    fn take_inbound(&mut self, port: PortId) -> u32 {
         let c = self.cut.as_mut().expect("a cut");
-        let i = c.inbound[port.idx()]
+        c.inbound[port.idx()]
             .pop_front()
-            .expect("an arrival on a cut link was shipped");
-        self.land(cx, topo, port, i)
+            .expect("an arrival on a cut link was shipped")
     }
 
     /// Ships every packet on this partition's cut links that arrives before `before` and was
