@@ -58,6 +58,14 @@ pub struct EventQueue<E> {
     head: usize,
     /// Bit b: slot b is non-empty.
     bits: Vec<u64>,
+    /// Bit b: slot b took entries out of key order since it was last sorted. Only the
+    /// cursor's bucket must be in order (it is popped from); others take entries at their
+    /// back and are sorted once, when the cursor reaches them. Thousands of equal-time events
+    /// (synchronized hosts) land in one bucket at scale, in no particular event order, and
+    /// an ordered insertion into each would cost a scan of the bucket.
+    unsorted: Vec<u64>,
+    /// Room to sort a bucket in.
+    scratch: Vec<Entry>,
     /// Entries in the wheel.
     count: usize,
     far: Heap,
@@ -87,6 +95,8 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             len: vec![0; SLOTS],
             head: 0,
             bits: vec![0; WORDS],
+            unsorted: vec![0; WORDS],
+            scratch: Vec::new(),
             count: 0,
             far: Heap::default(),
             _e: std::marker::PhantomData,
@@ -123,8 +133,15 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         let wheel = (self.count > 0).then(|| {
             let b = self.next_bucket();
             let s = b as usize % SLOTS;
-            let i = if b == self.cur { self.head } else { 0 };
-            self.get(s, i).time
+            if b == self.cur {
+                self.get(s, self.head).time
+            } else {
+                // Not yet sorted, perhaps: its least time.
+                (0..self.len[s] as usize)
+                    .map(|i| self.get(s, i).time)
+                    .min()
+                    .expect("a non-empty bucket")
+            }
         });
         let far = self.far.peek().map(|e| e.time);
         match (wheel, far) {
@@ -156,6 +173,17 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         self.bits[s / 64] |= 1 << (s % 64);
         self.count += 1;
         let k = e.key();
+        if abs != self.cur {
+            if n > 0 && self.get(s, n - 1).key() > k {
+                self.unsorted[s / 64] |= 1 << (s % 64);
+            }
+            if n < CAP {
+                self.inline[s * CAP + n] = e;
+            } else {
+                self.over[s].push(e);
+            }
+            return;
+        }
         if n < CAP && (n == 0 || self.inline[s * CAP + n - 1].key() <= k) {
             self.inline[s * CAP + n] = e;
             return;
@@ -176,6 +204,32 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         let end = n.min(CAP - 1);
         b.copy_within(at..end, at + 1);
         b[at] = e;
+    }
+
+    /// Puts bucket `s` in key order if it took entries out of order (before it is popped from).
+    #[cold]
+    fn sort_bucket(&mut self, s: usize) {
+        self.unsorted[s / 64] &= !(1 << (s % 64));
+        let n = self.len[s] as usize;
+        let mut all = std::mem::take(&mut self.scratch);
+        all.clear();
+        all.extend_from_slice(&self.inline[s * CAP..s * CAP + n.min(CAP)]);
+        all.append(&mut self.over[s]);
+        all.sort_unstable_by_key(|e| e.key());
+        let inl = n.min(CAP);
+        self.inline[s * CAP..s * CAP + inl].copy_from_slice(&all[..inl]);
+        self.over[s].extend_from_slice(&all[inl..]);
+        self.scratch = all;
+    }
+
+    /// Makes absolute bucket `b` the cursor's, in key order.
+    #[inline(always)]
+    fn enter(&mut self, b: u64) {
+        self.cur = b;
+        let s = b as usize % SLOTS;
+        if self.unsorted[s / 64] & (1 << (s % 64)) != 0 {
+            self.sort_bucket(s);
+        }
     }
 
     /// Moves far events that the cursor's advance brought inside the wheel's horizon.
@@ -235,13 +289,13 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             if e.time >= limit.0 {
                 return None;
             }
-            self.cur = e.time >> self.shift;
+            self.enter(e.time >> self.shift);
             self.migrate();
         }
         let b = self.next_bucket();
         if b != self.cur {
             debug_assert_eq!(self.head, 0);
-            self.cur = b;
+            self.enter(b);
             self.migrate();
         }
         let s = b as usize % SLOTS;
