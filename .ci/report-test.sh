@@ -55,6 +55,7 @@ for id in lbsim-version findings finding-1 finding-5 finding-8 finding-10 \
   fig-failure-03-failure-g-failure-convergence-us-permutation \
   fig-failure-04-failure-rate-failures-0-random-fraction-permutation \
   fig-cct-05-buffer-permutation fig-cct-06-message-size-permutation fig-cct-10-roce-permutation \
+  fig-cct-11-mswift-permutation fig-cct-11-mswift-all-to-all \
   table-raw-01-failure-free scenario-01-failure-free; do
   if ! grep -q "id=\"$id\"" "$OUT/report.dom.html"; then
     echo "missing figure #$id" >&2

@@ -353,6 +353,18 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
             }
         }
     }
+    let a2a =
+        |w: &lbsim::scenario::WorkloadConfig| w.kind == lbsim::scenario::WorkloadKind::AllToAll;
+    if !a2a(&eff.workload) && !eff.jobs.iter().any(a2a) {
+        let mut f = eff.clone();
+        f.workload.kind = lbsim::scenario::WorkloadKind::AllToAll;
+        if let Some(v) = value(f, "workload", "all_to_all_algorithm") {
+            notes.push((
+                format!("workload.all_to_all_algorithm = {v}"),
+                "workload.kind all_to_all (host s sends to s+1, s+2, ...)".into(),
+            ));
+        }
+    }
     if tr.mswift.median_window.is_none() {
         notes.push((
             "transport.mswift.median_window = (unset: one delay sample per packet of window)"

@@ -171,6 +171,20 @@ fn shipped_scenarios_are_valid_and_default_matches_builtin() {
 }
 
 #[test]
+fn show_states_the_shifted_all_to_all_order() {
+    let o = lbsim(&["show", "--set", "workload.kind=all_to_all"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(s.contains("\nall_to_all_algorithm = \"shifted\"\n"), "{s}");
+    // A scenario that does not run an all-to-all names the default among the unread options.
+    let s = String::from_utf8(lbsim(&["show"]).stdout).unwrap();
+    assert!(
+        s.contains("# workload.all_to_all_algorithm = \"shifted\" "),
+        "{s}"
+    );
+}
+
+#[test]
 fn bad_input_gives_clear_errors() {
     let d = tmpdir("bad");
     let unknown = d.join("unknown.toml");

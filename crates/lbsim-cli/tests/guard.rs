@@ -360,6 +360,7 @@ fn show_prints_every_default_and_reads_back_the_same() {
     for sets in [
         &[][..],
         &["--set", "load_balancing.scheme=plb"],
+        &["--set", "workload.kind=all_to_all"],
         &[
             "--set",
             "load_balancing.scheme=reps",

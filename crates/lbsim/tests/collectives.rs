@@ -219,9 +219,34 @@ fn halving_doubling_and_pairwise_complete_and_meet_their_closed_forms() {
 }
 
 #[test]
-fn default_all_to_all_is_unchanged_and_labelled() {
+fn default_all_to_all_is_shifted_and_labelled() {
     let sc = scenario(&["topology.k=4", "workload.kind=all_to_all"]);
-    assert_eq!(sc.flows, lbsim::workload::all_to_all(16, 2 * 1024 * 1024));
+    // Host s sends to s+1, s+2, ... (mod 16), the study's generator's and NCCL's order; the
+    // `direct` order (every host to 0, 1, ...) only when asked for.
+    assert_eq!(sc.flows.len(), 16 * 15);
+    for (i, f) in sc.flows.iter().enumerate() {
+        let (s, k) = (i as u32 / 15, i as u32 % 15);
+        assert_eq!((f.src.0, f.dst.0), (s, (s + k + 1) % 16), "flow {i}");
+    }
+    let shifted = scenario(&[
+        "topology.k=4",
+        "workload.kind=all_to_all",
+        "workload.all_to_all_algorithm=shifted",
+    ]);
+    assert_eq!(sc.flows, shifted.flows);
+    let direct = scenario(&[
+        "topology.k=4",
+        "workload.kind=all_to_all",
+        "workload.all_to_all_algorithm=direct",
+    ]);
+    assert_eq!(
+        direct.flows,
+        lbsim::workload::all_to_all(16, 2 * 1024 * 1024)
+    );
+    assert_eq!(
+        sc.file.effective().workload.all_to_all_algorithm,
+        Some(lbsim::scenario::AllToAllAlgorithm::Shifted)
+    );
     assert!(sc.deps.is_empty());
     assert_eq!(sc.labels.collectives.len(), 1);
     let sc = scenario(&["topology.k=4"]);
@@ -249,7 +274,7 @@ fn shifted_all_to_all_staggers_destinations_and_avoids_the_synchronized_incast()
     }
     let mut pairs: Vec<(u32, u32)> = sc.flows.iter().map(|f| (f.src.0, f.dst.0)).collect();
     pairs.sort();
-    let direct = with(&base, &[]);
+    let direct = with(&base, &["workload.all_to_all_algorithm=direct"]);
     let mut want: Vec<(u32, u32)> = direct.flows.iter().map(|f| (f.src.0, f.dst.0)).collect();
     want.sort();
     assert_eq!(pairs, want);

@@ -331,6 +331,12 @@ impl ScenarioFile {
         if let Some(scheme) = lb::scheme(&f.load_balancing.scheme) {
             f.load_balancing.fill_defaults(scheme);
         }
+        for w in std::iter::once(&mut f.workload).chain(f.jobs.iter_mut()) {
+            if w.kind == WorkloadKind::AllToAll {
+                w.all_to_all_algorithm
+                    .get_or_insert(AllToAllAlgorithm::DEFAULT);
+            }
+        }
         f
     }
 }

@@ -59,6 +59,14 @@ pub enum AllToAllAlgorithm {
     Pairwise,
 }
 
+impl AllToAllAlgorithm {
+    /// `workload.all_to_all_algorithm` when unset: `shifted`, the order of the study's public
+    /// all-to-all generator (each host's destinations s+1, s+2, ...) and of collective
+    /// libraries (NCCL's all-to-all loops over peers (rank + r) mod n). `direct` makes every
+    /// host send to host 0, then 1, ...: a rotating incast at each destination's downlink.
+    pub const DEFAULT: AllToAllAlgorithm = AllToAllAlgorithm::Shifted;
+}
+
 /// `workload.chakra_algorithms.all_reduce`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -108,7 +116,7 @@ pub struct WorkloadConfig {
     /// Linear placement: index of the first host used (0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_host: Option<u32>,
-    /// all_to_all: `direct` or `pairwise` (direct).
+    /// all_to_all: `direct`, `shifted` or `pairwise` (`AllToAllAlgorithm::DEFAULT`: shifted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_to_all_algorithm: Option<AllToAllAlgorithm>,
     /// fsdp: preset `llama3_7b`, `llama3_70b` or `llama3_405b`; the keys below override it.

@@ -664,10 +664,10 @@ fn resolve(
                 WorkloadKind::HalvingDoublingAllreduce => Algo::HalvingDoublingAllreduce,
                 WorkloadKind::Incast => Algo::Incast,
                 WorkloadKind::Outcast => Algo::Outcast,
-                _ => match w.all_to_all_algorithm {
-                    Some(AllToAllAlgorithm::Pairwise) => Algo::AllToAllPairwise,
-                    Some(AllToAllAlgorithm::Shifted) => Algo::AllToAllShifted,
-                    _ => Algo::AllToAllDirect,
+                _ => match w.all_to_all_algorithm.unwrap_or(AllToAllAlgorithm::DEFAULT) {
+                    AllToAllAlgorithm::Pairwise => Algo::AllToAllPairwise,
+                    AllToAllAlgorithm::Shifted => Algo::AllToAllShifted,
+                    AllToAllAlgorithm::Direct => Algo::AllToAllDirect,
                 },
             },
             bytes: w.message_bytes,
@@ -702,7 +702,8 @@ fn permutation_stream(hosts: u32, size: u64, seed: u64, index: u64) -> Vec<FlowS
         .collect()
 }
 
-/// Every ordered pair of distinct hosts, all starting at time zero.
+/// Every ordered pair of distinct hosts, all starting at time zero, in the `direct` order (each
+/// host to 0, 1, 2, ...; the default `shifted` order is built by `collective::schedule`).
 pub fn all_to_all(hosts: u32, size: u64) -> Vec<FlowSpec> {
     let mut v = Vec::with_capacity(hosts as usize * (hosts as usize - 1));
     for s in 0..hosts {
