@@ -424,7 +424,8 @@ pub fn parallel_lines(p: &lbsim::sim::Parallel) -> String {
     format!(
         "threads: {} partitions, window {:.3} us, {} windows, {:.0} events/window, \
          {} packets shipped ({:.1}/window, max {}), {} remote starts\n\
-         threads: events per partition {}; barrier wait (share of {:.2} s) {}",
+         threads: events per partition {}; barrier wait (share of {:.2} s) {}; \
+         serial: setup {:.2} s, gather {:.2} s",
         s.partitions,
         s.window_ps as f64 / 1e6,
         s.windows,
@@ -435,7 +436,9 @@ pub fn parallel_lines(p: &lbsim::sim::Parallel) -> String {
         s.remote_starts,
         per_part(&s.events),
         s.wall_seconds,
-        waits
+        waits,
+        s.setup_seconds,
+        s.gather_seconds
     )
 }
 

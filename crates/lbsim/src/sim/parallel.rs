@@ -45,6 +45,10 @@ pub struct ParallelStats {
     /// Wall seconds each partition waited at the window barriers (its idle share).
     pub wait_seconds: Vec<f64>,
     pub wall_seconds: f64,
+    /// Serial parts of `wall_seconds` (Amdahl's share): building the other partitions'
+    /// worlds and cutting them apart, and gathering them back into one.
+    pub setup_seconds: f64,
+    pub gather_seconds: f64,
 }
 
 /// Whether a run went parallel, and if not, why.
@@ -450,13 +454,11 @@ impl Simulation {
             return Err(why);
         }
         let wall = Instant::now();
-        let sc = self.sc.clone();
+        // Each partition's world is built (its scenario copied) on its own thread.
+        let sc = &self.sc;
         let mut parts: Vec<Simulation> = std::thread::scope(|s| {
             let hs: Vec<_> = (1..plan.n)
-                .map(|_| {
-                    let sc = sc.clone();
-                    s.spawn(move || Simulation::new(sc))
-                })
+                .map(|_| s.spawn(move || Simulation::new(sc.clone())))
                 .collect();
             hs.into_iter()
                 .map(|h| h.join().expect("a partition builds"))
@@ -466,6 +468,7 @@ impl Simulation {
         for (i, p) in parts.iter_mut().enumerate() {
             p.become_part(&plan, i as u8 + 1);
         }
+        let setup = wall.elapsed().as_secs_f64();
         let x = Exchange {
             barrier: Barrier::new(plan.n),
             status: (0..plan.n).map(|_| Mutex::new(Status::default())).collect(),
@@ -491,7 +494,9 @@ impl Simulation {
         for p in &parts {
             events.push(p.event_count - p.fabric.cut.as_ref().map_or(0, |c| c.pops));
         }
+        let gathering = Instant::now();
         self.gather(&plan, parts);
+        let gather = gathering.elapsed().as_secs_f64();
         self.event_count = events.iter().sum();
         self.parallel = Some(Parallel::Ran(ParallelStats {
             partitions: plan.n as u32,
@@ -503,6 +508,8 @@ impl Simulation {
             events,
             wait_seconds: runs.iter().map(|r| r.wait).collect(),
             wall_seconds: wall.elapsed().as_secs_f64(),
+            setup_seconds: setup,
+            gather_seconds: gather,
         }));
         Ok(runs[0].stopped)
     }
