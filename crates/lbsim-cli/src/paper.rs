@@ -1115,7 +1115,7 @@ fn llama_finding(s: &SweepData) -> Finding {
     } else {
         "DISAGREES"
     };
-    // The same layer without contention: in order, a ring's neighbours share a ToR and each
+    // The same layer without contention: in order, a ring's neighbours mostly share a ToR and each
     // host link carries one flow per step, so every scheme should tie; the fastest such run is
     // the reference the increase can also be measured against.
     let linear: Vec<f64> = s
