@@ -58,7 +58,7 @@ struct Scale {
     mswift_k: u32,
     mswift_message: u64,
     mswift_seeds: u64,
-    /// Finding 10 (FSDP training): the `[base]` scenario of one training layer.
+    /// Finding 10 (FSDP training): the shipped scenario whose one layer is run.
     llama: &'static str,
     llama_seeds: u64,
 }
@@ -105,12 +105,25 @@ const FULL: Scale = Scale {
     llama_seeds: 1,
 };
 
-/// Finding 10 at the study's scale: one layer of Llama-3 405B FSDP on 1,024 GPUs (128 servers x
-/// 8 on a k=8 fat-tree), as scenarios/llama3-405b-fsdp.toml: 261,888 flows per layer.
-const LLAMA_FULL: &str = "[base.topology]\nk = 8\nlink_gbps = 800.0\nlink_latency_ns = 500.0\nbuffer_bytes = 800000\n[base.packet]\npayload_bytes = 4096\nheader_bytes = 62\nack_bytes = 64\n[base.workload]\nkind = \"fsdp\"\nmodel = \"llama3_405b\"\ngpus_per_host = 8\ngroup_size = 1024\niterations = 1\nlayers = 1\n";
-/// The same structure small: the 7B preset on 16 hosts x 8 GPUs with layer bytes and compute
-/// scaled down 100x (scenarios/llama3-7b-small.toml, one layer).
-const LLAMA_SMALL: &str = "[base.topology]\nk = 4\n[base.workload]\nkind = \"fsdp\"\nmodel = \"llama3_7b\"\nlayers = 1\nlayer_bytes = 2187500\ncompute_us_per_layer = 134.4\ngpus_per_host = 8\niterations = 1\n";
+/// Finding 10 at the study's scale: Llama-3 405B FSDP on 1,024 GPUs (128 servers x 8 on a k=8
+/// fat-tree), 261,888 flows a layer; small: the 7B preset on 16 hosts x 8 GPUs, scaled down 100x.
+const LLAMA_FULL: &str = include_str!("../../../scenarios/llama3-405b-fsdp.toml");
+const LLAMA_SMALL: &str = include_str!("../../../scenarios/llama3-7b-small.toml");
+
+/// A shipped training scenario as a sweep's `[base]`: one layer of one iteration (layers are
+/// identical and run one after another); the grid sets the scheme and the placement.
+fn one_layer_base(scenario: &str) -> String {
+    let mut t: toml::Table = toml::from_str(scenario).expect("a shipped scenario parses");
+    t.remove("load_balancing");
+    if let Some(toml::Value::Table(w)) = t.get_mut("workload") {
+        w.insert("layers".into(), 1.into());
+        w.insert("iterations".into(), 1.into());
+        w.remove("placement");
+    }
+    let mut o = toml::Table::new();
+    o.insert("base".into(), toml::Value::Table(t));
+    toml::to_string(&o).expect("a table serializes")
+}
 
 fn list<T: std::fmt::Display>(v: &[T], quote: bool) -> String {
     v.iter()
@@ -283,9 +296,9 @@ fn experiments(sc: &Scale) -> Vec<(&'static str, String)> {
         (
             "12-llama405b",
             format!(
-                "# Finding 10: one FSDP layer (ring AllGather, compute, ring ReduceScatter), ranks placed\n# at random (the study's ring generator shuffles hosts) or in order.\nseeds = {}\n[base]\nseed = 1\n{}[grid]\n\"load_balancing.scheme\" = [{}]\n\"workload.placement\" = [\"random\", \"linear\"]\n",
+                "# Finding 10: one FSDP layer (ring AllGather, compute, ring ReduceScatter), ranks placed\n# at random (the study's ring generator shuffles hosts) or in order.\nseeds = {}\n{}\n[grid]\n\"load_balancing.scheme\" = [{}]\n\"workload.placement\" = [\"random\", \"linear\"]\n",
                 sc.llama_seeds,
-                sc.llama,
+                one_layer_base(sc.llama),
                 list(LLAMA_SCHEMES, true)
             ),
         ),
@@ -1118,30 +1131,22 @@ fn llama_finding(s: &SweepData) -> Finding {
     // The same layer without contention: in order, a ring's neighbours mostly share a ToR and each
     // host link carries one flow per step, so every scheme should tie; the fastest such run is
     // the reference the increase can also be measured against.
-    let linear: Vec<f64> = s
-        .runs
-        .iter()
-        .filter(|r| val(s, r, "workload.placement") == "linear")
-        .filter_map(|r| num(r, "cct_ps"))
-        .collect();
-    let random_cct = |scheme: &str| {
+    let ccts = |scheme: Option<&str>, placement: &str| {
         let v: Vec<f64> = s
             .runs
             .iter()
-            .filter(|r| text(r, "scheme") == scheme && val(s, r, "workload.placement") == "random")
+            .filter(|r| scheme.is_none_or(|x| text(r, "scheme") == x))
+            .filter(|r| val(s, r, "workload.placement") == placement)
             .filter_map(|r| num(r, "cct_ps"))
             .collect();
-        report::stats(&v).map(|x| x.0)
+        (v.len(), report::stats(&v))
     };
-    if let (Some(lo), Some(hi)) = (
-        linear.iter().cloned().reduce(f64::min),
-        linear.iter().cloned().reduce(f64::max),
-    ) {
+    let random_cct = |scheme: &str| ccts(Some(scheme), "random").1.map(|x| x.0);
+    if let (n, Some((_, lo, hi))) = ccts(None, "linear") {
         // Within 1% of each other the schemes are not what holds the layer back.
         let tie = (hi - lo) / lo < 0.01;
         lines.push(format!(
-            "linear placement: all {} runs end within {:.3}% of each other ({:.3} to {:.3} ms){}",
-            linear.len(),
+            "linear placement: all {n} runs end within {:.3}% of each other ({:.3} to {:.3} ms){}",
             100.0 * (hi - lo) / lo,
             lo / 1e9,
             hi / 1e9,
