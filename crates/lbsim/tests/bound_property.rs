@@ -60,6 +60,7 @@ const WORKLOADS: &[&str] = &[
     "connection_matrix",
     "ring_allreduce",
     "halving_doubling_allreduce",
+    "fsdp",
 ];
 
 fn topo() -> impl Strategy<Value = Topo> {
@@ -169,6 +170,24 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
     if w == "halving_doubling_allreduce" {
         let g = 1u32 << (31 - n.leading_zeros());
         s.push(format!("workload.group_size={g}"));
+    }
+    if w == "fsdp" {
+        // Two layers, so each collective's end gates the next after a compute; several ranks a
+        // host in ring order put most steps inside a server (the barriers' host-link terms).
+        s.extend([
+            "workload.layers=2".to_string(),
+            format!("workload.layer_bytes={}", c.bytes * 4),
+            format!("workload.compute_us_per_layer={}", c.seed % 7 * 10),
+            format!("workload.gpus_per_host={}", 1 + c.seed / 7 % 8),
+            format!(
+                "workload.placement={}",
+                if (c.seed / 56).is_multiple_of(2) {
+                    "linear"
+                } else {
+                    "random"
+                }
+            ),
+        ]);
     }
     if w != "connection_matrix" {
         return (s, None);

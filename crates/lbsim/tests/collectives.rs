@@ -436,6 +436,33 @@ fn fsdp_7b_preset_runs_end_to_end_on_a_small_fabric() {
 }
 
 #[test]
+fn an_in_order_fsdp_layer_ends_near_its_bound() {
+    // Eight ranks a host in ring order: 7 of 8 ring hops stay in a server, so a chain of steps
+    // crosses the network every 8th step while every host link carries a chunk each step. With
+    // one stream a link the run is paced by the host links (about 19% slower than their bytes:
+    // a host's eight concurrent chunks finish together, and the next host waits for the first),
+    // and compute dominates as in a training layer. The bound must see that the reduce-scatter
+    // cannot start before the all-gather's host links are done (a bound that starts it after
+    // the all-gather's longest chain alone gives 1.08).
+    let sc = scenario(&[
+        "topology.k=4",
+        "workload.kind=fsdp",
+        "workload.layers=1",
+        "workload.layer_bytes=33554432",
+        "workload.compute_us_per_layer=4000",
+        "workload.gpus_per_host=8",
+        "workload.placement=linear",
+        "workload.iterations=1",
+        "load_balancing.scheme=ofan",
+    ]);
+    let res = lbsim::run(sc);
+    let s = &res.summary;
+    assert_eq!(s.flows_completed, s.flows);
+    let r = s.cct_ps.unwrap() as f64 / s.lower_bound_ps as f64;
+    assert!((1.0..1.04).contains(&r), "CCT/bound {r}: {s:?}");
+}
+
+#[test]
 fn presets_carry_the_documented_numbers() {
     let m = lbsim::workload::collective::preset("llama3_405b").unwrap();
     assert_eq!((m.layers, m.layer_bytes), (126, 3_214_285_714));

@@ -16,7 +16,11 @@
 //!
 //! With dependencies, s_f is itself bounded: a trigger cannot fire before the `needed`-th
 //! smallest of its feeders' bounds (order statistics are monotone), and a gated flow cannot
-//! start before the earliest trigger that targets it fires plus its delay. [`schedule`] computes
+//! start before the earliest trigger that targets it fires plus its delay. A barrier that needs
+//! every activation its feeders can give (a collective's end) waits for the whole set, so it also
+//! fires no earlier than the set's busiest host link allows (the NIC and downlink terms above,
+//! over the set's flows from their bounded starts): a ring's steps chain through one flow at a
+//! time, but its host links carry a step each, and the next collective waits for all of them. [`schedule`] computes
 //! these in time order, like Dijkstra's algorithm (delays and durations are non-negative). The
 //! bound is the largest of all the terms; no run of any scheme can beat it.
 
@@ -151,6 +155,11 @@ pub(crate) fn bound_from_starts(
 /// bytes released at or after t plus the smallest tail among them.
 fn release_bound(topo: &Topology, jobs: &mut [(SimTime, u64, SimTime)]) -> SimTime {
     jobs.sort_unstable_by_key(|j| Reverse(j.0));
+    release_scan(topo, jobs)
+}
+
+/// [`release_bound`] of jobs already sorted by release time, latest first.
+fn release_scan(topo: &Topology, jobs: &[(SimTime, u64, SimTime)]) -> SimTime {
     let (mut bytes, mut tail, mut best) = (0u64, SimTime::MAX, SimTime::ZERO);
     for (i, j) in jobs.iter().enumerate() {
         bytes = bytes.saturating_add(j.1);
@@ -158,6 +167,43 @@ fn release_bound(topo: &Topology, jobs: &mut [(SimTime, u64, SimTime)]) -> SimTi
         // Evaluate once per distinct release time, after all jobs released then are counted.
         if jobs.get(i + 1).is_none_or(|n| n.0 != j.0) {
             best = best.max(j.0 + topo.host_rate.serialization(bytes) + tail);
+        }
+    }
+    best
+}
+
+/// The earliest instant every flow of `set` (distinct indices, all started at `start`) can have
+/// been received: the busiest host link's term over the set (each flow's own term is its
+/// completion in [`schedule`], which the caller already has).
+fn set_bound(
+    topo: &Topology,
+    flows: &[FlowSpec],
+    set: &[u32],
+    start: &[Option<SimTime>],
+    s: Sizes,
+) -> SimTime {
+    let mut best = SimTime::ZERO;
+    // (host, start, wire bytes, tail), grouped by host with the latest starts first.
+    let mut jobs: Vec<(u32, SimTime, u64, SimTime)> = Vec::with_capacity(set.len());
+    let mut scratch: Vec<(SimTime, u64, SimTime)> = Vec::new();
+    for out in [true, false] {
+        jobs.clear();
+        for &i in set {
+            let f = &flows[i as usize];
+            let st = start[i as usize].expect("a fed barrier's flows have started");
+            let host = if out { f.src.0 } else { f.dst.0 };
+            jobs.push((
+                host,
+                st,
+                data_wire_bytes(f.size_bytes, s),
+                path_tail(topo, f, s),
+            ));
+        }
+        jobs.sort_unstable_by_key(|j| (j.0, Reverse(j.1)));
+        for group in jobs.chunk_by(|a, b| a.0 == b.0) {
+            scratch.clear();
+            scratch.extend(group.iter().map(|j| (j.1, j.2, j.3)));
+            best = best.max(release_scan(topo, &scratch));
         }
     }
     best
@@ -194,9 +240,17 @@ pub(crate) fn schedule(
     };
     // Activations each trigger has had; outside feeders count as done before the origin.
     let mut count = vec![0u32; deps.triggers.len()];
-    for f in (0..flows.len()).filter(|&f| !inside(f)) {
+    // Every activation a trigger can get, and its distinct feeders inside the range.
+    let mut total = vec![0u32; deps.triggers.len()];
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); deps.triggers.len()];
+    for f in 0..flows.len() {
         for t in feeds(f) {
-            count[t] += 1;
+            total[t] += 1;
+            if !inside(f) {
+                count[t] += 1;
+            } else if members[t].last() != Some(&(f as u32)) {
+                members[t].push(f as u32);
+            }
         }
     }
     // The activation count at which a trigger first fires (None: never).
@@ -244,10 +298,17 @@ pub(crate) fn schedule(
         for t in feeds(f) {
             count[t] += 1;
             if first_fire(t) == Some(count[t]) {
+                // A barrier that needs every activation it can get waits for its whole set,
+                // which shares host links: it cannot fire before the set's busiest link is done.
+                let fire = if count[t] == total[t] && members[t].len() > 1 {
+                    at.max(set_bound(topo, flows, &members[t], &start, s))
+                } else {
+                    at
+                };
                 let tr = &deps.triggers[t];
                 for &g in &tr.targets {
                     if inside(g as usize) && start[g as usize].is_none() {
-                        heap.push(Reverse((at + tr.delay, 0, g as usize)));
+                        heap.push(Reverse((fire + tr.delay, 0, g as usize)));
                     }
                 }
             }
@@ -354,6 +415,47 @@ mod tests {
         let deps = deps_one_trigger(2, &[0, 1], &[2], 3);
         let st = schedule(&topo, &flows, &deps, 0..3, S);
         assert_eq!(st[2], Some(alone(&topo, &flows[1], S) + SimTime(5_000)));
+    }
+
+    #[test]
+    fn a_barrier_waits_for_its_feeders_to_share_their_host_link() {
+        // 0 -> 1 and 0 -> 2 (10 packets each) feed a barrier that starts 4 -> 5: host 0's NIC
+        // carries both, so the barrier fires no earlier than 20 serializations plus the
+        // shorter tail (0 -> 1 under one ToR), not when the longer flow alone would end.
+        let topo = k4_100g();
+        let flows = [
+            flow(0, 1, 40960, 0),
+            flow(0, 2, 40960, 0),
+            flow(4, 5, 4096, 0),
+        ];
+        let deps = deps_one_trigger(2, &[0, 1], &[2], 3);
+        let st = schedule(&topo, &flows, &deps, 0..3, S);
+        let nic = 20 * 334_240 + 334_240 + 2_000_000;
+        assert!(SimTime(nic) > alone(&topo, &flows[1], S));
+        assert_eq!(st[2], Some(SimTime(nic + 5_000)));
+        // The same into one host: its downlink carries both.
+        let flows = [
+            flow(1, 0, 40960, 0),
+            flow(2, 0, 40960, 0),
+            flow(4, 5, 4096, 0),
+        ];
+        let st = schedule(&topo, &flows, &deps, 0..3, S);
+        assert_eq!(st[2], Some(SimTime(nic + 5_000)));
+        // A oneshot trigger fed by both still fires on the first: the set is not needed whole.
+        let deps = deps_one_trigger(1, &[0, 1], &[2], 3);
+        let st = schedule(&topo, &flows, &deps, 0..3, S);
+        assert_eq!(st[2], Some(alone(&topo, &flows[0], S) + SimTime(5_000)));
+    }
+
+    #[test]
+    fn a_flow_feeding_a_barrier_twice_counts_its_bytes_once() {
+        // Receive and send completion of one flow both feed a barrier of two.
+        let topo = k4_100g();
+        let flows = [flow(0, 1, 40960, 0), flow(4, 5, 4096, 0)];
+        let mut deps = deps_one_trigger(2, &[0], &[1], 2);
+        deps.on_send_done = vec![vec![0], vec![]];
+        let st = schedule(&topo, &flows, &deps, 0..2, S);
+        assert_eq!(st[1], Some(alone(&topo, &flows[0], S) + SimTime(5_000)));
     }
 
     #[test]
