@@ -240,7 +240,7 @@ fn experiments(sc: &Scale) -> Vec<(&'static str, String)> {
         (
             "05-buffer-ar-refresh",
             format!(
-                "# Finding 6: switch_ar with its queue bins refreshed at most every 100 ns, as the study's simulator reads them (lbsim's default reads them fresh on every packet).\n{}[grid]\n\"load_balancing.scheme\" = [\"switch_ar\"]\n\"load_balancing.ar_refresh_ns\" = [100]\n\"topology.buffer_bytes\" = [{}]\n",
+                "# Finding 6: switch_ar with its queue bins refreshed at most every 10 ns to 1 us; the study's simulator re-reads them every 100 ns (lbsim's default: fresh on every packet).\n{}[grid]\n\"load_balancing.scheme\" = [\"switch_ar\"]\n\"load_balancing.ar_refresh_ns\" = [10, 25, 50, 100, 200, 400, 1000]\n\"topology.buffer_bytes\" = [{}]\n",
                 base(""),
                 list(sc.buffers, false)
             ),
@@ -792,11 +792,13 @@ fn findings(out: &Path) -> Result<(Vec<Finding>, String)> {
                 text(r, "scheme") == sch && val(d, r, "topology.buffer_bytes") == *b
             })
         };
-        let (ar, ar100, reps) = (
-            at(&buf, "switch_ar"),
-            at(&stale, "switch_ar"),
-            at(&buf, "reps"),
-        );
+        let refresh = |ns: &str| {
+            mean(&stale, |r| {
+                val(&stale, r, "topology.buffer_bytes") == *b
+                    && val(&stale, r, "load_balancing.ar_refresh_ns") == ns
+            })
+        };
+        let (ar, ar100, reps) = (at(&buf, "switch_ar"), refresh("100"), at(&buf, "reps"));
         lines6.push(format!(
             "buffer {b} B ({:.0} packets): switch_ar {} with bins refreshed every 100 ns, {} with fresh bins; reps {}",
             b.parse::<f64>().unwrap_or(0.0) / 4158.0,
@@ -804,6 +806,18 @@ fn findings(out: &Path) -> Result<(Vec<Finding>, String)> {
             f3(ar),
             f3(reps)
         ));
+        if let Some(k) = stale.key("load_balancing.ar_refresh_ns") {
+            lines6.push(format!(
+                "   switch_ar by bin refresh: fresh {}, {}",
+                f3(ar),
+                stale
+                    .values_of(k)
+                    .iter()
+                    .map(|ns| format!("{ns} ns {}", f3(refresh(ns))))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         if Some(b) == judged.as_ref() {
             ok6 = ar100.zip(reps).map(|(a, r)| a < r);
             short6 = format!(
@@ -815,7 +829,7 @@ fn findings(out: &Path) -> Result<(Vec<Finding>, String)> {
         }
     }
     lines6.push(
-        "Judged with switch_ar as the study's simulator runs it: its queue bins (5/10/20% of the buffer) are re-read at most every 100 ns (`load_balancing.ar_refresh_ns = 100`, sweep 05-buffer-ar-refresh). lbsim's default reads them fresh on every packet (both are printed above); with a buffer of a few packets the bins are then one or two packets wide, so switch_ar comes close to join-the-shortest-queue (switch_jsq, whose synchronized choices finding 4 measures).".into(),
+        "Judged with switch_ar as the study's simulator runs it: its queue bins (5/10/20% of the buffer) are re-read at most every 100 ns (`load_balancing.ar_refresh_ns = 100`, sweep 05-buffer-ar-refresh). lbsim's default reads them fresh on every packet. With small buffers the outcome depends on how stale the bins are, and not monotonically (the lines above), so the verdict rests on the study's simulator's setting. A hypothesis, not established: with bins one or two packets wide a fresh read makes switch_ar react to single packets like join-the-shortest-queue (switch_jsq, whose synchronized choices finding 4 measures), a snapshot shared by a few decisions spreads them at random over the ports in the lowest bin, and a snapshot older than much of a small buffer's drain time herds them onto a port that no longer is short.".into(),
     );
     fs.push(finding(
         6,
