@@ -20,9 +20,10 @@
 //! every activation its feeders can give (a collective's end) waits for the whole set, so it also
 //! fires no earlier than the set's busiest host link allows (the NIC and downlink terms above,
 //! over the set's flows from their bounded starts): a ring's steps chain through one flow at a
-//! time, but its host links carry a step each, and the next collective waits for all of them. [`schedule`] computes
-//! these in time order, like Dijkstra's algorithm (delays and durations are non-negative). The
-//! bound is the largest of all the terms; no run of any scheme can beat it.
+//! time, but its host links carry a step each, and the next collective waits for all of them.
+//! [`schedule`] computes these in time order, like Dijkstra's algorithm (delays and durations
+//! are non-negative). The bound is the largest of all the terms; no run of any scheme can beat
+//! it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -172,8 +173,8 @@ fn release_scan(topo: &Topology, jobs: &[(SimTime, u64, SimTime)]) -> SimTime {
     best
 }
 
-/// The earliest instant every flow of `set` (distinct indices, all started at `start`) can have
-/// been received: the busiest host link's term over the set (each flow's own term is its
+/// The earliest instant every flow of `set` (distinct indices, each started, from its bounded
+/// start in `start`) can have been received: the busiest host link's term over the set (each flow's own term is its
 /// completion in [`schedule`], which the caller already has).
 fn set_bound(
     topo: &Topology,
