@@ -353,6 +353,21 @@ pub fn main(a: PaperArgs) -> Result<()> {
     Ok(())
 }
 
+/// (mean, min, max) of a summary field over the runs matching `f` that report it.
+fn field_stats(
+    s: &SweepData,
+    f: impl Fn(&crate::sweep::RunRecord) -> bool,
+    field: &str,
+) -> Option<(f64, f64, f64)> {
+    let v: Vec<f64> = s
+        .runs
+        .iter()
+        .filter(|r| f(r))
+        .filter_map(|r| num(r, field))
+        .collect();
+    report::stats(&v)
+}
+
 /// Mean CCT/bound of the runs matching `f` (unfinished runs count with their lower estimate).
 fn mean(s: &SweepData, f: impl Fn(&crate::sweep::RunRecord) -> bool) -> Option<f64> {
     let v: Vec<f64> = s
@@ -959,15 +974,9 @@ fn message_size_causes(
     spreads: &[(String, f64)],
 ) -> Vec<String> {
     let mut l = Vec::new();
-    let field_max = |m: &str, field: &str| {
-        msg.runs
-            .iter()
-            .filter(|r| val(msg, r, "workload.message_bytes") == m)
-            .filter(|r| {
-                lbsim::lb::scheme(&text(r, "scheme")).is_some_and(|s| s.granularity == "packet")
-            })
-            .filter_map(|r| num(r, field))
-            .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
+    let at = |m: &str, r: &crate::sweep::RunRecord| val(msg, r, "workload.message_bytes") == m;
+    let packet = |r: &crate::sweep::RunRecord| {
+        lbsim::lb::scheme(&text(r, "scheme")).is_some_and(|s| s.granularity == "packet")
     };
     if let (Some(peak), Some(last)) = (
         spreads.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
@@ -981,7 +990,8 @@ fn message_size_causes(
         }
     }
     if let Some(m) = msizes.first() {
-        if let Some(q) = field_max(m, "mean_queue_bytes") {
+        let queue = field_stats(msg, |r| at(m, r) && packet(r), "mean_queue_bytes");
+        if let Some((_, _, q)) = queue {
             let smallest = spreads
                 .first()
                 .is_some_and(|f| spreads.iter().all(|x| x.1 >= f.1));
@@ -1003,13 +1013,12 @@ fn message_size_causes(
         .filter_map(|r| num(r, "timeouts"))
         .sum();
     let queue_at = |sch: &str, m: &str| {
-        let v: Vec<f64> = msg
-            .runs
-            .iter()
-            .filter(|r| text(r, "scheme") == sch && val(msg, r, "workload.message_bytes") == m)
-            .filter_map(|r| num(r, "mean_queue_bytes"))
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        field_stats(
+            msg,
+            |r| text(r, "scheme") == sch && at(m, r),
+            "mean_queue_bytes",
+        )
+        .map(|x| x.0)
     };
     let queues = msizes
         .last()
@@ -1037,13 +1046,7 @@ fn roce_note(s: &SweepData) -> String {
          retransmissions and PAUSE frames (means over seeds), without -> with PFC:\n",
     );
     let avg = |f: &dyn Fn(&crate::sweep::RunRecord) -> bool, field: &str| {
-        let v: Vec<f64> = s
-            .runs
-            .iter()
-            .filter(|r| f(r))
-            .filter_map(|r| num(r, field))
-            .collect();
-        report::stats(&v).map(|x| x.0)
+        field_stats(s, f, field).map(|x| x.0)
     };
     for scheme in first_schemes(s) {
         let at = |on: &'static str| {

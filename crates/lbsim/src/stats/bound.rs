@@ -132,35 +132,28 @@ pub(crate) fn bound_from_starts(
     range: Range<usize>,
     s: Sizes,
 ) -> SimTime {
-    let n = topo.hosts as usize;
-    // Per host and direction: (start, wire bytes, tail) of each flow.
-    let mut out: Vec<Vec<(SimTime, u64, SimTime)>> = vec![Vec::new(); n];
-    let mut inc: Vec<Vec<(SimTime, u64, SimTime)>> = vec![Vec::new(); n];
-    let mut best = SimTime::ZERO;
-    for i in range {
-        let Some(st) = starts[i] else { continue };
-        let f = &flows[i];
-        let w = data_wire_bytes(f.size_bytes, s);
-        let tail = path_tail(topo, f, s);
-        best = best.max(st + topo.host_rate.serialization(w) + tail);
-        out[f.src.idx()].push((st, w, tail));
-        inc[f.dst.idx()].push((st, w, tail));
-    }
-    for list in out.iter_mut().chain(inc.iter_mut()) {
-        best = best.max(release_bound(topo, list));
-    }
-    best
+    let started: Vec<u32> = range
+        .filter(|&i| starts[i].is_some())
+        .map(|i| i as u32)
+        .collect();
+    let alone = started.iter().map(|&i| {
+        let f = &flows[i as usize];
+        starts[i as usize].unwrap()
+            + topo
+                .host_rate
+                .serialization(data_wire_bytes(f.size_bytes, s))
+            + path_tail(topo, f, s)
+    });
+    alone
+        .max()
+        .unwrap_or(SimTime::ZERO)
+        .max(link_bound(topo, flows, &started, starts, s))
 }
 
-/// One server (a host link) with jobs released over time: for every release time t, t plus the
-/// bytes released at or after t plus the smallest tail among them.
-fn release_bound(topo: &Topology, jobs: &mut [(SimTime, u64, SimTime)]) -> SimTime {
-    jobs.sort_unstable_by_key(|j| Reverse(j.0));
-    release_scan(topo, jobs)
-}
-
-/// [`release_bound`] of jobs already sorted by release time, latest first.
-fn release_scan(topo: &Topology, jobs: &[(SimTime, u64, SimTime)]) -> SimTime {
+/// One server (a host link) with jobs released over time, sorted by release time, latest first:
+/// for every release time t, t plus the bytes released at or after t plus the smallest tail
+/// among them.
+fn release_bound(topo: &Topology, jobs: &[(SimTime, u64, SimTime)]) -> SimTime {
     let (mut bytes, mut tail, mut best) = (0u64, SimTime::MAX, SimTime::ZERO);
     for (i, j) in jobs.iter().enumerate() {
         bytes = bytes.saturating_add(j.1);
@@ -173,10 +166,10 @@ fn release_scan(topo: &Topology, jobs: &[(SimTime, u64, SimTime)]) -> SimTime {
     best
 }
 
-/// The earliest instant every flow of `set` (distinct indices, each started, from its bounded
-/// start in `start`) can have been received: the busiest host link's term over the set (each flow's own term is its
-/// completion in [`schedule`], which the caller already has).
-fn set_bound(
+/// The busiest host link's term over the flows of `set` (distinct indices, each started, from
+/// its bounded start in `start`): every source NIC and every destination downlink as a single
+/// server with release times.
+fn link_bound(
     topo: &Topology,
     flows: &[FlowSpec],
     set: &[u32],
@@ -191,7 +184,7 @@ fn set_bound(
         jobs.clear();
         for &i in set {
             let f = &flows[i as usize];
-            let st = start[i as usize].expect("a fed barrier's flows have started");
+            let st = start[i as usize].expect("the set's flows have started");
             let host = if out { f.src.0 } else { f.dst.0 };
             jobs.push((
                 host,
@@ -204,7 +197,7 @@ fn set_bound(
         for group in jobs.chunk_by(|a, b| a.0 == b.0) {
             scratch.clear();
             scratch.extend(group.iter().map(|j| (j.1, j.2, j.3)));
-            best = best.max(release_scan(topo, &scratch));
+            best = best.max(release_bound(topo, &scratch));
         }
     }
     best
@@ -302,7 +295,7 @@ pub(crate) fn schedule(
                 // A barrier that needs every activation it can get waits for its whole set,
                 // which shares host links: it cannot fire before the set's busiest link is done.
                 let fire = if count[t] == total[t] && members[t].len() > 1 {
-                    at.max(set_bound(topo, flows, &members[t], &start, s))
+                    at.max(link_bound(topo, flows, &members[t], &start, s))
                 } else {
                     at
                 };
@@ -399,6 +392,12 @@ mod tests {
         }
     }
 
+    /// Flows 0 and 1 feed one trigger (needing `needed` of them) that starts flow 2: its start.
+    fn third_starts_at(flows: &[FlowSpec; 3], needed: u32) -> Option<SimTime> {
+        let deps = deps_one_trigger(needed, &[0, 1], &[2], 3);
+        schedule(&k4_100g(), flows, &deps, 0..3, S)[2]
+    }
+
     #[test]
     fn a_oneshot_trigger_fires_on_its_first_feeder_not_its_last() {
         // A (short) and B (long) feed a oneshot trigger that starts C: C may start after A.
@@ -408,14 +407,13 @@ mod tests {
             flow(2, 3, 409600, 0),
             flow(4, 5, 4096, 0),
         ];
-        let deps = deps_one_trigger(1, &[0, 1], &[2], 3);
-        let st = schedule(&topo, &flows, &deps, 0..3, S);
         let a = alone(&topo, &flows[0], S);
-        assert_eq!(st[2], Some(a + SimTime(5_000)));
+        assert_eq!(third_starts_at(&flows, 1), Some(a + SimTime(5_000)));
         // As a barrier of two it waits for B.
-        let deps = deps_one_trigger(2, &[0, 1], &[2], 3);
-        let st = schedule(&topo, &flows, &deps, 0..3, S);
-        assert_eq!(st[2], Some(alone(&topo, &flows[1], S) + SimTime(5_000)));
+        assert_eq!(
+            third_starts_at(&flows, 2),
+            Some(alone(&topo, &flows[1], S) + SimTime(5_000))
+        );
     }
 
     #[test]
@@ -429,23 +427,21 @@ mod tests {
             flow(0, 2, 40960, 0),
             flow(4, 5, 4096, 0),
         ];
-        let deps = deps_one_trigger(2, &[0, 1], &[2], 3);
-        let st = schedule(&topo, &flows, &deps, 0..3, S);
         let nic = 20 * 334_240 + 334_240 + 2_000_000;
         assert!(SimTime(nic) > alone(&topo, &flows[1], S));
-        assert_eq!(st[2], Some(SimTime(nic + 5_000)));
+        assert_eq!(third_starts_at(&flows, 2), Some(SimTime(nic + 5_000)));
         // The same into one host: its downlink carries both.
         let flows = [
             flow(1, 0, 40960, 0),
             flow(2, 0, 40960, 0),
             flow(4, 5, 4096, 0),
         ];
-        let st = schedule(&topo, &flows, &deps, 0..3, S);
-        assert_eq!(st[2], Some(SimTime(nic + 5_000)));
+        assert_eq!(third_starts_at(&flows, 2), Some(SimTime(nic + 5_000)));
         // A oneshot trigger fed by both still fires on the first: the set is not needed whole.
-        let deps = deps_one_trigger(1, &[0, 1], &[2], 3);
-        let st = schedule(&topo, &flows, &deps, 0..3, S);
-        assert_eq!(st[2], Some(alone(&topo, &flows[0], S) + SimTime(5_000)));
+        assert_eq!(
+            third_starts_at(&flows, 1),
+            Some(alone(&topo, &flows[0], S) + SimTime(5_000))
+        );
     }
 
     #[test]
