@@ -404,6 +404,28 @@ fn a_flow_unblocked_by_an_ack_is_not_held_behind_another_flows_pacer() {
     check_conservation_of(&sim, "paced host");
 }
 
+/// A window that regrows past a packet ends the pacing its tiny rate set. On a 100 Gb/s k = 4
+/// all-to-all each host runs 15 MSwift flows in about a BDP (15 packets), so windows fall to a
+/// hundredth of a packet, paced hundreds of microseconds apart; the ACK of such a packet that
+/// finds the queues drained adds a packet to the window. Before the fix the flow still waited
+/// out the gap its old rate had set (CCT/bound 1.504); now it sends at once (1.294).
+#[test]
+fn a_flow_whose_window_regrows_is_not_held_by_the_gap_its_old_rate_set() {
+    let s = fat_tree(
+        "host_spray",
+        "ideal_erasure",
+        &[
+            "topology.link_gbps=100",
+            "transport.cc=mswift",
+            "workload.kind=all_to_all",
+            "workload.message_bytes=262144",
+        ],
+    );
+    assert_eq!(s.flows_completed, s.flows);
+    let r = s.cct_over_bound.expect("finished");
+    assert!(r < 1.4, "CCT/bound {r}");
+}
+
 /// The tail-loss probe's copies and extra coded packets never hand a byte over twice, and every
 /// flow completes, with each loss recovery it may run with (and some CCs it is off for by
 /// default, turned on).

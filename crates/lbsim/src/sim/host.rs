@@ -55,6 +55,8 @@ pub(super) struct Received {
     pub timer: Option<(FlowId, SimTime)>,
     /// An ACK, NACK or credit may let the flow send again.
     pub wake: Option<FlowId>,
+    /// ... and the ACK shortened the gap its pacer holds the next packet for.
+    pub repaced: bool,
 }
 
 pub(super) struct Hosts {
@@ -217,17 +219,19 @@ impl Hosts {
         let flow = &mut e.flows[f.idx()];
         let next = flow.on_timeout(now, self.rto);
         e.cx.push(flow.arm_timer(next), Event::FlowTimer(f));
-        self.wake_flow(e, f);
+        self.wake_flow(e, f, false);
     }
 
-    /// Puts a flow that left its host's ring (window, credit or nothing to send) back in it.
-    pub(super) fn wake_flow(&mut self, e: &mut Env, f: FlowId) {
+    /// Puts a flow that left its host's ring (window, credit or nothing to send) back in it;
+    /// `repaced`: its pacer now lets it go sooner, which the host's pending wake-up may not cover.
+    pub(super) fn wake_flow(&mut self, e: &mut Env, f: FlowId, repaced: bool) {
         let flow = &mut e.flows[f.idx()];
-        if !flow.rejoin_ring() {
+        let src = flow.src;
+        if flow.rejoin_ring() {
+            self.hosts[src.idx()].active.push_back(f);
+        } else if !(repaced && flow.in_ring) {
             return;
         }
-        let src = flow.src;
-        self.hosts[src.idx()].active.push_back(f);
         self.try_send(e, src);
     }
 
@@ -409,6 +413,7 @@ impl Hosts {
             done: None,
             timer: None,
             wake: None,
+            repaced: false,
         };
         match packet.kind {
             PacketKind::Data | PacketKind::Header => {
@@ -457,6 +462,7 @@ impl Hosts {
                 if flow.on_ack(&packet, now) {
                     got.done = Some((f, false));
                 }
+                got.repaced = flow.repace(now);
                 got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
                 got.wake = Some(f);
             }

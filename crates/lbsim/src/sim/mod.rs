@@ -572,7 +572,7 @@ impl Simulation {
             cx!(self).push(t, Event::FlowTimer(f));
         }
         if let Some(f) = got.wake {
-            self.hosts.wake_flow(&mut env!(self), f);
+            self.hosts.wake_flow(&mut env!(self), f, got.repaced);
         }
     }
 

@@ -4,7 +4,7 @@
 //! queue or other flow, so it is tested here without a simulation.
 
 use super::cc::{AckSample, LossKind};
-use super::reliable::{Next, Receiver, Reply};
+use super::reliable::{Next, Pace, Receiver, Reply};
 use super::{Flow, LossRecoveryKind};
 use crate::net::{Packet, PacketKind};
 use crate::time::{BitsPerSec, SimTime};
@@ -90,6 +90,11 @@ impl Flow {
             self.next_seq = self.next_seq.wrapping_add(1);
         }
         if let Some(tx) = &mut self.tx {
+            tx.pace = Pace {
+                sent: now,
+                wire,
+                cap: share,
+            };
             // Go-back-N resends by rewinding, so a sequence number below the highest yet sent
             // is a retransmission too.
             if next.retransmission || next.seq < tx.seq_high {
@@ -180,6 +185,36 @@ impl Flow {
             done |= tx.all_acked();
         }
         self.finish_sending(done)
+    }
+
+    /// After an ACK at `now`: if the pacer holds the next packet back and the CC's rate has
+    /// risen since the last packet left, the gap is measured again from that packet's
+    /// departure at the rate now (Swift: a window back above one packet is not paced at all, the
+    /// flow is ACK-clocked again). A flow below one packet hears an ACK only for the packet it
+    /// last sent, so without this it would wait out a gap set by a rate it no longer has. True
+    /// if the next packet may go sooner than before.
+    pub fn repace(&mut self, now: SimTime) -> bool {
+        let Some(tx) = &self.tx else {
+            return false;
+        };
+        if self.next_send <= now || self.next_send == SimTime::MAX {
+            return false;
+        }
+        let p = tx.pace;
+        let rate = match (p.cap, self.cc.current_rate()) {
+            (Some(a), Some(b)) => Some(BitsPerSec(a.0.min(b.0))),
+            (a, b) => a.or(b),
+        };
+        let at = match rate {
+            None => p.sent,
+            Some(r) if r.0 == 0 => return false,
+            Some(r) => p.sent + r.serialization(p.wire as u64),
+        };
+        if at >= self.next_send {
+            return false;
+        }
+        self.next_send = at;
+        true
     }
 
     /// A NACK reached the sender at `now` (a trimmed header, or go-back-N's gap); true as for
@@ -452,6 +487,62 @@ mod tests {
         f.next_seq = 2;
         f.next_send = SimTime::from_us(600);
         assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(110)));
+    }
+
+    /// Swift below one packet paces one packet per `srtt x MSS / cwnd`. An ACK that brings the
+    /// window back to a packet makes the flow ACK-clocked again: its next packet goes at once,
+    /// not at the end of the gap the old, tiny rate set when the last packet left.
+    #[test]
+    fn an_ack_that_raises_the_rate_shortens_the_gap_the_pacer_set() {
+        use crate::transport::cc::{CcConfigs, CcCtx, CcKind};
+        let mut f = flow(LossRecoveryKind::Sack, 8 * MSS as u64);
+        let ctx = CcCtx {
+            mss: MSS,
+            mtu: MSS + 62,
+            ..CcCtx::test(SimTime::from_us(10), 100.0, 125_000)
+        };
+        f.cc = Cc::new(CcKind::Swift, &CcConfigs::default(), &ctx);
+        let t0 = SimTime::ZERO;
+        // Five timeouts in a row: the window falls to its minimum, 0.01 packets.
+        for _ in 0..5 {
+            f.cc.on_loss(t0, 0, LossKind::Timeout);
+        }
+        let Transmit::Ready(n) = f.poll_transmit(t0, MSS) else {
+            panic!("the first packet goes")
+        };
+        f.on_transmit(n, t0, n.payload + 62, None);
+        // 1,062 B on the wire at 0.01 x 1,000 B per 10 us (cwnd / base RTT): about 1.06 ms.
+        let gap = f.next_send;
+        assert!(gap > SimTime::from_us(1000), "paced: {gap:?}");
+        assert!(
+            matches!(f.poll_transmit(SimTime::from_us(10), MSS), Transmit::PacedUntil(t) if t == gap)
+        );
+        // Its ACK, 10 us later and under the target delay, adds a packet to the window.
+        let mut p = data(0, PacketKind::Data, false);
+        p.sent_at = t0;
+        let now = SimTime::from_us(10);
+        assert!(!f.on_ack(&ack_of(&p, 0, false), now));
+        assert!(f.cc.current_rate().is_none(), "a whole packet: no pacing");
+        assert!(f.repace(now), "the pacer's gap moves");
+        assert!(matches!(f.poll_transmit(now, MSS), Transmit::Ready(_)));
+        // A second look changes nothing.
+        assert!(!f.repace(now));
+    }
+
+    /// With a rate cap the gap is kept at the cap's: only the CC's own rate is re-read.
+    #[test]
+    fn repacing_keeps_a_rate_cap_and_never_delays() {
+        let mut f = flow(LossRecoveryKind::Sack, 8 * MSS as u64);
+        let t0 = SimTime::ZERO;
+        let Transmit::Ready(n) = f.poll_transmit(t0, MSS) else {
+            panic!("the first packet goes")
+        };
+        let cap = BitsPerSec::from_gbps(1.0);
+        f.on_transmit(n, t0, n.payload + 62, Some(cap));
+        let gap = f.next_send;
+        assert_eq!(gap, cap.serialization((n.payload + 62) as u64));
+        assert!(!f.repace(SimTime::from_ns(100)));
+        assert_eq!(f.next_send, gap);
     }
 
     /// Two packets; the second (the tail) is lost. The first is ACKed at 10 us (sent at 0: SRTT

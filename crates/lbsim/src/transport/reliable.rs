@@ -31,7 +31,7 @@
 use std::collections::VecDeque;
 
 use super::LossRecoveryKind;
-use crate::time::SimTime;
+use crate::time::{BitsPerSec, SimTime};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TxState {
@@ -118,6 +118,18 @@ pub struct Sender {
     pub credit_based: bool,
     /// Tail-loss probe state; None when off.
     pub tlp: Option<Tlp>,
+    /// What the flow's pacing gap was measured from (see [`Pace`]).
+    pub pace: Pace,
+}
+
+/// The last data packet's departure, its bytes on the wire and the rate cap it left under: the
+/// basis of the gap a paced flow waits, kept so that a rate that rises before the gap ends
+/// (Swift's window back above a packet) can shorten it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pace {
+    pub sent: SimTime,
+    pub wire: u32,
+    pub cap: Option<BitsPerSec>,
 }
 
 /// RACK-TLP's tail-loss probe (RFC 8985 section 7) as one sender keeps it.
@@ -199,6 +211,7 @@ impl Sender {
             credit: credit.unwrap_or(u32::MAX),
             credit_based: credit.is_some(),
             tlp: None,
+            pace: Pace::default(),
         }
     }
 
