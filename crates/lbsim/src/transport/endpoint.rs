@@ -187,12 +187,14 @@ impl Flow {
         self.finish_sending(done)
     }
 
-    /// After an ACK at `now`: if the pacer holds the next packet back and the CC's rate has
-    /// risen since the last packet left, the gap is measured again from that packet's
-    /// departure at the rate now (Swift: a window back above one packet is not paced at all, the
-    /// flow is ACK-clocked again). A flow below one packet hears an ACK only for the packet it
-    /// last sent, so without this it would wait out a gap set by a rate it no longer has. True
-    /// if the next packet may go sooner than before.
+    /// After an ACK at `now`: a CC that paced the flow and no longer does (Swift's window back
+    /// at a packet or more: the flow is ACK-clocked again) releases the packet its pacer held,
+    /// which then waits only for the rate cap it left under. A flow below one packet hears an
+    /// ACK only for the packet it last sent, so without this it would wait out a gap set by a
+    /// window it no longer has. A rate that merely changes keeps the send time set when the
+    /// packet left, as hardware pacers (Carousel) and htsim's Swift-style sender do; htsim
+    /// likewise cancels the pacing once the window allows a packet. True if the next packet may
+    /// go sooner than before.
     pub fn repace(&mut self, now: SimTime) -> bool {
         let Some(tx) = &self.tx else {
             return false;
@@ -200,12 +202,11 @@ impl Flow {
         if self.next_send <= now || self.next_send == SimTime::MAX {
             return false;
         }
+        if self.cc.current_rate().is_some() {
+            return false;
+        }
         let p = tx.pace;
-        let rate = match (p.cap, self.cc.current_rate()) {
-            (Some(a), Some(b)) => Some(BitsPerSec(a.0.min(b.0))),
-            (a, b) => a.or(b),
-        };
-        let at = match rate {
+        let at = match p.cap {
             None => p.sent,
             Some(r) if r.0 == 0 => return false,
             Some(r) => p.sent + r.serialization(p.wire as u64),
@@ -493,7 +494,7 @@ mod tests {
     /// window back to a packet makes the flow ACK-clocked again: its next packet goes at once,
     /// not at the end of the gap the old, tiny rate set when the last packet left.
     #[test]
-    fn an_ack_that_raises_the_rate_shortens_the_gap_the_pacer_set() {
+    fn an_ack_that_ends_pacing_releases_the_packet_the_pacer_held() {
         use crate::transport::cc::{CcConfigs, CcCtx, CcKind};
         let mut f = flow(LossRecoveryKind::Sack, 8 * MSS as u64);
         let ctx = CcCtx {
@@ -529,7 +530,7 @@ mod tests {
         assert!(!f.repace(now));
     }
 
-    /// With a rate cap the gap is kept at the cap's: only the CC's own rate is re-read.
+    /// With a rate cap the gap is kept at the cap's: only the CC's pacing is released.
     #[test]
     fn repacing_keeps_a_rate_cap_and_never_delays() {
         let mut f = flow(LossRecoveryKind::Sack, 8 * MSS as u64);

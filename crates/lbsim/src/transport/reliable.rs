@@ -123,8 +123,8 @@ pub struct Sender {
 }
 
 /// The last data packet's departure, its bytes on the wire and the rate cap it left under: the
-/// basis of the gap a paced flow waits, kept so that a rate that rises before the gap ends
-/// (Swift's window back above a packet) can shorten it.
+/// basis of the gap a paced flow waits, kept so that a CC that stops pacing before the gap ends
+/// (Swift's window back at a packet) can release the packet it held.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Pace {
     pub sent: SimTime,
