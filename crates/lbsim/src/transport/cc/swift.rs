@@ -7,6 +7,9 @@
 //! `fs = clamp(a / sqrt(cwnd) + b, 0, fs_range)` (cwnd in packets), with a and b chosen so fs is
 //! `fs_range` at `fs_min_cwnd_packets` and 0 at `fs_max_cwnd_packets`: many small windows get a
 //! larger target, which keeps the queue they build from triggering cuts they cannot afford.
+//! `fs_range` is 5 x the base target unless set, as htsim's Swift-style sender sets it; without
+//! it, a host running a hundred flows at once drives their windows to a hundredth of a packet,
+//! paced hundreds of microseconds apart, and its link idles while they creep back.
 //!
 //! Per ACK, with delay the ACK's RTT: below target, cwnd += ai x MSS x acked / cwnd (ai packets
 //! per RTT), or cwnd += ai x acked when cwnd is under one packet (per-RTT growth would be too slow
@@ -38,8 +41,10 @@ pub struct SwiftConfig {
     pub base_target_us: Option<f64>,
     /// Target added per link of the path, ns (topology scaling, h in the paper).
     pub per_hop_ns: f64,
-    /// Range of the flow-scaling term, us; 0 (the default) disables flow scaling.
-    pub fs_range_us: f64,
+    /// Range of the flow-scaling term, us; unset is 5 x the base target (htsim's Swift-style
+    /// sender sets it so, with the paper's 0.1 and 100 packets), 0 disables flow scaling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs_range_us: Option<f64>,
     /// Window, in packets, at or below which flow scaling adds its whole range (0.1, the paper).
     pub fs_min_cwnd_packets: f64,
     /// Window, in packets, at or above which flow scaling adds nothing (100, the paper).
@@ -64,7 +69,7 @@ impl Default for SwiftConfig {
         SwiftConfig {
             base_target_us: None,
             per_hop_ns: 500.0,
-            fs_range_us: 0.0,
+            fs_range_us: None,
             fs_min_cwnd_packets: 0.1,
             fs_max_cwnd_packets: 100.0,
             ai_packets: 1.0,
@@ -82,7 +87,9 @@ impl SwiftConfig {
             check_range("base_target_us", t, 0.0, f64::INFINITY)?;
         }
         check_range("per_hop_ns", self.per_hop_ns, 0.0, f64::INFINITY)?;
-        check_range("fs_range_us", self.fs_range_us, 0.0, f64::INFINITY)?;
+        if let Some(r) = self.fs_range_us {
+            check_range("fs_range_us", r, 0.0, f64::INFINITY)?;
+        }
         check_positive("fs_min_cwnd_packets", self.fs_min_cwnd_packets)?;
         check_positive("fs_max_cwnd_packets", self.fs_max_cwnd_packets)?;
         if self.fs_max_cwnd_packets <= self.fs_min_cwnd_packets {
@@ -187,7 +194,7 @@ impl Swift {
             None => ctx.base_rtt.ps() as f64,
         };
         let fixed_target = base + ctx.hops as f64 * cfg.per_hop_ns * 1e3;
-        let fs_range = cfg.fs_range_us * 1e6;
+        let fs_range = cfg.fs_range_us.map_or(5.0 * base, |us| us * 1e6);
         let (fs_a, fs_b) = if fs_range > 0.0 {
             let (lo, hi) = (
                 1.0 / cfg.fs_min_cwnd_packets.sqrt(),
@@ -371,6 +378,15 @@ mod tests {
         Swift::new(&SwiftConfig::default(), None, &ctx())
     }
 
+    /// Without flow scaling: the target is the base RTT plus the hop term, 13 us.
+    fn swift_fixed_target() -> Swift {
+        let cfg = SwiftConfig {
+            fs_range_us: Some(0.0),
+            ..SwiftConfig::default()
+        };
+        Swift::new(&cfg, None, &ctx())
+    }
+
     fn mswift(w: u32) -> Swift {
         let m = MswiftConfig {
             median_window: Some(w),
@@ -385,10 +401,11 @@ mod tests {
     #[test]
     fn target_is_base_rtt_plus_the_hop_term() {
         // 10 us + 6 hops x 500 ns.
-        assert_eq!(swift().target(), us(13));
+        assert_eq!(swift_fixed_target().target(), us(13));
         let cfg = SwiftConfig {
             base_target_us: Some(20.0),
             per_hop_ns: 100.0,
+            fs_range_us: Some(0.0),
             ..SwiftConfig::default()
         };
         assert_eq!(
@@ -418,7 +435,7 @@ mod tests {
 
     #[test]
     fn delay_twice_the_target_cuts_by_0_6_once_per_rtt() {
-        let mut s = swift();
+        let mut s = swift_fixed_target();
         let w0 = s.cwnd;
         s.on_ack(&ack(us(100), us(26)));
         assert!(
@@ -551,7 +568,7 @@ mod tests {
     #[test]
     fn flow_scaling_spans_its_range_between_the_two_windows() {
         let cfg = SwiftConfig {
-            fs_range_us: 5.0,
+            fs_range_us: Some(5.0),
             max_cwnd_packets: Some(1000.0),
             ..SwiftConfig::default()
         };
@@ -569,6 +586,25 @@ mod tests {
         assert!((t(&mut s, 1.0) - (13.0 + 0.9 * a)).abs() < 1e-9);
     }
 
+    /// By default flow scaling spans 5 x the base target (10 us here): 50 us at 0.1 packets or
+    /// less, nothing at 100 packets or more; with a 1 BDP initial window (30.5 packets of 4,096
+    /// B) it adds a = 50 / (1/sqrt(0.1) - 1/10) over sqrt(30.5), less a/10.
+    #[test]
+    fn flow_scaling_is_on_by_default_over_five_base_targets() {
+        let cfg = SwiftConfig {
+            max_cwnd_packets: Some(1000.0),
+            ..SwiftConfig::default()
+        };
+        let mut s = Swift::new(&cfg, None, &ctx());
+        let a = 50.0 / (10f64.sqrt() - 0.1);
+        let w = BDP as f64 / MSS as f64;
+        assert!((s.target_ps() / 1e6 - (13.0 + a / w.sqrt() - a / 10.0)).abs() < 1e-9);
+        s.cwnd = 0.1 * MSS as f64;
+        assert!((s.target_ps() / 1e6 - 63.0).abs() < 1e-9);
+        s.cwnd = 100.0 * MSS as f64;
+        assert!((s.target_ps() / 1e6 - 13.0).abs() < 1e-9);
+    }
+
     #[test]
     fn validation_names_the_bad_field() {
         assert!(SwiftConfig::default().validate().is_ok());
@@ -580,7 +616,7 @@ mod tests {
         };
         assert_eq!(bad(|c| c.base_target_us = Some(-1.0)), "base_target_us");
         assert_eq!(bad(|c| c.per_hop_ns = f64::NAN), "per_hop_ns");
-        assert_eq!(bad(|c| c.fs_range_us = -1.0), "fs_range_us");
+        assert_eq!(bad(|c| c.fs_range_us = Some(-1.0)), "fs_range_us");
         assert_eq!(bad(|c| c.fs_min_cwnd_packets = 0.0), "fs_min_cwnd_packets");
         assert_eq!(bad(|c| c.fs_max_cwnd_packets = 0.05), "fs_max_cwnd_packets");
         assert_eq!(bad(|c| c.ai_packets = f64::INFINITY), "ai_packets");
