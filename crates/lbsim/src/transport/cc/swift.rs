@@ -62,6 +62,9 @@ pub struct SwiftConfig {
     /// network) cannot grow without bound.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_cwnd_packets: Option<f64>,
+    /// The window a flow starts with, in BDPs of its path (1: a lone flow fills its path from
+    /// its first RTT and queues nothing; more starts it ahead of the queues it will meet).
+    pub init_cwnd_bdp: f64,
 }
 
 impl Default for SwiftConfig {
@@ -77,6 +80,7 @@ impl Default for SwiftConfig {
             max_mdf: 0.5,
             min_cwnd_packets: 0.01,
             max_cwnd_packets: None,
+            init_cwnd_bdp: 1.0,
         }
     }
 }
@@ -105,6 +109,7 @@ impl SwiftConfig {
         check_range("beta", self.beta, 0.0, 1.0)?;
         check_range("max_mdf", self.max_mdf, 0.0, 1.0)?;
         check_positive("min_cwnd_packets", self.min_cwnd_packets)?;
+        check_positive("init_cwnd_bdp", self.init_cwnd_bdp)?;
         if let Some(m) = self.max_cwnd_packets {
             check_range("max_cwnd_packets", m, self.min_cwnd_packets, f64::INFINITY)?;
         }
@@ -224,7 +229,9 @@ impl Swift {
             fs_b,
             line_rate: ctx.line_rate.0 as f64,
             base_rtt: ctx.base_rtt.ps() as f64,
-            cwnd: (ctx.bdp as f64).max(mss).clamp(min_cwnd, max_cwnd),
+            cwnd: (cfg.init_cwnd_bdp * ctx.bdp as f64)
+                .max(mss)
+                .clamp(min_cwnd, max_cwnd),
             srtt: None,
             last_decrease: None,
             timeouts_in_row: 0,
@@ -557,6 +564,21 @@ mod tests {
     }
 
     #[test]
+    fn the_first_window_is_init_cwnd_bdp_of_the_path_within_its_bounds() {
+        assert_eq!(swift().window(), BDP);
+        let at = |init: f64| {
+            let cfg = SwiftConfig {
+                init_cwnd_bdp: init,
+                ..SwiftConfig::default()
+            };
+            Swift::new(&cfg, None, &ctx()).window()
+        };
+        assert_eq!(at(1.2), BDP * 6 / 5);
+        assert_eq!(at(3.0), BDP * 3 / 2, "capped at max_cwnd, 1.5 BDP");
+        assert_eq!(at(0.001), MSS, "at least a packet is allowed in flight");
+    }
+
+    #[test]
     fn window_is_capped_at_one_and_a_half_bdp() {
         let mut s = swift();
         for i in 0..10_000 {
@@ -623,6 +645,7 @@ mod tests {
         assert_eq!(bad(|c| c.beta = 1.5), "beta");
         assert_eq!(bad(|c| c.max_mdf = -0.1), "max_mdf");
         assert_eq!(bad(|c| c.min_cwnd_packets = 0.0), "min_cwnd_packets");
+        assert_eq!(bad(|c| c.init_cwnd_bdp = 0.0), "init_cwnd_bdp");
         assert_eq!(
             bad(|c| c.max_cwnd_packets = Some(0.001)),
             "max_cwnd_packets"
