@@ -171,6 +171,10 @@ pub struct Port {
     pfc_next: u32,
     /// PFC: the port is paused; waiting data has no departure (`UNSCHEDULED`) until resumed.
     pub paused: bool,
+    /// A partitioned run ships this port's packets to another partition: its ring keeps the
+    /// packets that reached the far end until the window ends, instead of an event each, and
+    /// never schedules arrivals (see [`Port::note_empty`] and [`Port::pop_retired`]).
+    pub ships: bool,
     // Line 2.
     /// Integral of held bytes over time, in byte-picoseconds, from time zero to the departure of
     /// every packet accepted so far: each packet adds its size times its stay (acceptance to
@@ -200,6 +204,9 @@ pub struct Port {
     /// occupancy integral has counted them.
     paused_bytes: u64,
     paused_since: SimTime,
+    /// `tail` when the port was last empty (see [`Port::accepted`]): 0 but on a shipping port,
+    /// whose ring is never rewound.
+    base: u32,
 }
 
 /// Counters of rare events.
@@ -223,11 +230,31 @@ impl Port {
     /// arrival event computed from it is stale and never reached.
     pub const UNSCHEDULED: SimTime = SimTime(u64::MAX >> 1);
 
-    /// Packets this port has accepted (modulo 2^32): a per-port count that no other port's
-    /// traffic moves.
+    /// Packets this port has accepted since it was last empty (modulo 2^32): a per-port count
+    /// that no other port's traffic moves.
     #[inline]
     pub fn accepted(&self) -> u64 {
-        self.tail as u64
+        self.tail.wrapping_sub(self.base) as u64
+    }
+
+    /// A shipping port, before it accepts a packet: `empty` says whether every packet it held
+    /// has reached the far end by now, as the single world sees it, which would have emptied
+    /// (and rewound) the ring; the count [`Port::accepted`] restarts there.
+    #[inline]
+    pub fn note_empty(&mut self, empty: bool) {
+        if empty {
+            self.base = self.tail;
+        }
+    }
+
+    /// Removes the head of a shipping port's ring, which has departed and reached the far end,
+    /// and returns its slot. The ring is not rewound when it empties, so that
+    /// [`Port::accepted`] keeps counting from `base`.
+    pub fn pop_retired(&mut self) -> u32 {
+        debug_assert!(self.head != self.dep, "a packet that departed");
+        let i = self.at(self.head).slot;
+        self.head = self.head.wrapping_add(1);
+        i
     }
 
     pub fn new(
@@ -248,6 +275,7 @@ impl Port {
             ps_per_byte: ps_per_byte(rate),
             pfc_next: 0,
             paused: false,
+            ships: false,
             area: 0,
             latency,
             buffer_bytes,
@@ -263,6 +291,7 @@ impl Port {
             stats: PortStats::default(),
             paused_bytes: 0,
             paused_since: SimTime::ZERO,
+            base: 0,
         }
     }
 

@@ -69,7 +69,7 @@ pub(super) struct Fabric {
 /// How a partition sees a port (see [`Cut`]).
 pub(super) const INSIDE: u8 = 0;
 /// The port is the partition's own and feeds another partition's node: its packets are
-/// shipped there, and their arrival here only frees the ring.
+/// shipped there, and leave its ring at the first window end after they arrive.
 pub(super) const SHIPS: u8 = 1;
 /// The port is another partition's and feeds a node of this one: arrivals come from
 /// `Cut::inbound`, in the order they were shipped.
@@ -78,7 +78,8 @@ pub(super) const RECEIVES: u8 = 2;
 /// A partition's links to the others. A packet crossing a cut is shipped, with its arrival
 /// time, at the end of the window before the one it arrives in (its departure is final by
 /// then: see `parallel`); the receiving partition schedules its arrival as the single world
-/// would, and the sending one keeps it in the port's ring until then, for the queue.
+/// would, and the sending one keeps it in the port's ring until a window end after it, for
+/// the queue, without an event of its own (`Fabric::retire_shipped`).
 pub(super) struct Cut {
     pub(super) kind: Vec<u8>,
     /// Per port: the partition its far end is in.
@@ -89,8 +90,6 @@ pub(super) struct Cut {
     /// shipped.
     out_ports: Vec<PortId>,
     shipped: Vec<u32>,
-    /// Arrivals of shipped packets at the sending side: bookkeeping, not events of the model.
-    pub(super) pops: u64,
 }
 
 impl Cut {
@@ -106,7 +105,6 @@ impl Cut {
             out_ports,
             kind,
             to,
-            pops: 0,
         }
     }
 }
@@ -243,6 +241,9 @@ impl Fabric {
             let pk = self.slots.pkt(i);
             (pk.wire_bytes as u64, pk.kind)
         };
+        if self.ports[port.idx()].ships {
+            self.note_shipping_empty(cx, port);
+        }
         let p = &mut self.ports[port.idx()];
         p.sync(cx.now);
         if self.prio && kind != PacketKind::Data {
@@ -306,7 +307,7 @@ impl Fabric {
         if let Some(o) = &mut self.obs {
             o.pushed(port, self.slots.pkt(i).wire_bytes, p.queued_bytes);
         }
-        if was_empty {
+        if was_empty && !p.ships {
             let t = p.head_arrival().expect("just pushed");
             cx.push(t, Event::Arrive(port));
         }
@@ -325,8 +326,11 @@ impl Fabric {
         if self.pfc.is_some() && !self.pfc_arrival(cx, port) {
             return Arrival::Forwarded; // a stale event: nothing arrived
         }
+        debug_assert!(
+            !self.ports[port.idx()].ships,
+            "a shipping port has no arrivals"
+        );
         let i = match self.cut.as_ref().map(|c| c.kind[port.idx()]) {
-            Some(SHIPS) => return self.pop_shipped(cx, port),
             Some(RECEIVES) => self.take_inbound(port),
             _ => self.pop_head(cx, flows, port),
         };
@@ -387,20 +391,50 @@ impl Fabric {
         }
     }
 
-    /// A shipped packet's arrival at its sending side: its copy lives on in the receiving
-    /// partition, which decides its fate; here it only leaves the ring.
-    #[inline(never)]
-    fn pop_shipped(&mut self, cx: &mut Cx, port: PortId) -> Arrival {
-        let p = &mut self.ports[port.idx()];
-        let i = p.pop_arrived(cx.now);
-        if let Some(next) = p.nth(0) {
-            cx.push(next.tx_end + p.latency, Event::Arrive(port));
+    /// At a window boundary, before anything at `before` is handled: the shipped packets that
+    /// reached the far end of their cut links before `before` leave their rings (their copies
+    /// live on in the receiving partitions, which decide their fate). The single world popped
+    /// each at its arrival event; the queue never counted them past their departure, so only
+    /// the ring's length differs in between, which no decision reads.
+    pub(super) fn retire_shipped(&mut self, before: SimTime) {
+        let Some(c) = &mut self.cut else {
+            return;
+        };
+        for &port in &c.out_ports {
+            let p = &mut self.ports[port.idx()];
+            let k = &mut c.shipped[port.idx()];
+            while *k > 0 {
+                let h = p.nth(0).expect("a shipped packet is held");
+                let at = h.tx_end + p.latency;
+                if at >= before {
+                    break;
+                }
+                // As far as the single world's pop at the arrival synced the port, no further:
+                // a report cuts the stays still running at the end from the departure cursor.
+                p.sync(at);
+                self.slots.release(p.pop_retired());
+                *k -= 1;
+            }
         }
-        self.slots.release(i);
-        let c = self.cut.as_mut().expect("a cut");
-        c.shipped[port.idx()] -= 1;
-        c.pops += 1;
-        Arrival::Forwarded
+    }
+
+    /// A shipping port keeps the packets that reached the far end until the window ends, but
+    /// the single world's ring empties at the last of those arrivals, and RED's coin counts
+    /// from there: before `port` accepts a packet now, whether that moment has passed. The
+    /// last arrival at this very instant came first if the event being handled sorts after
+    /// it: its `Arrive` would rank 0 (scheduled a latency earlier), and events sort by
+    /// (time, rank, event).
+    #[inline(never)]
+    fn note_shipping_empty(&mut self, cx: &Cx, port: PortId) {
+        let p = &mut self.ports[port.idx()];
+        let empty = match p.nth(p.len().wrapping_sub(1)) {
+            None => true,
+            Some(last) => super::sorts_before(
+                (last.tx_end + p.latency, 0, Event::Arrive(port)),
+                (cx.now, cx.rank, cx.key),
+            ),
+        };
+        p.note_empty(empty);
     }
 
     /// The slot of the packet shipped from another partition that reached the far end of

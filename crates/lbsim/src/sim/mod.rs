@@ -197,6 +197,9 @@ pub struct Simulation {
     now: SimTime,
     /// The rank of the event being handled (see [`Cx::push`]).
     rank: u32,
+    /// A partitioned run: the event being handled, packed (0 in the single loop, which has no
+    /// shipping ports to read it).
+    key: u32,
     events: EventQueue<Packed>,
     event_count: u64,
     counters: Counters,
@@ -225,6 +228,7 @@ pub struct Simulation {
 struct Cx<'a> {
     now: SimTime,
     rank: u32,
+    key: u32,
     events: &'a mut EventQueue<Packed>,
     counters: &'a mut Counters,
 }
@@ -240,12 +244,19 @@ impl Cx<'_> {
     }
 }
 
+/// Whether event `a` (time, rank, event) is handled before the event `b` being handled (its
+/// key packed as the run loop keeps it): the canonical order (see `engine::queue`).
+fn sorts_before(a: (SimTime, u32, Event), b: (SimTime, u32, u32)) -> bool {
+    (a.0, a.1, u32::from(Packed::from(a.2))) < b
+}
+
 /// Borrows the event set and counters of `$s` as a [`Cx`], leaving its parts free to borrow.
 macro_rules! cx {
     ($s:ident) => {
         Cx {
             now: $s.now,
             rank: $s.rank,
+            key: $s.key,
             events: &mut $s.events,
             counters: &mut $s.counters,
         }
@@ -374,6 +385,7 @@ impl Simulation {
         Simulation {
             now: SimTime::ZERO,
             rank: 0,
+            key: 0,
             events,
             event_count: 0,
             counters: Counters::default(),
@@ -605,5 +617,34 @@ mod tests {
         ] {
             assert_eq!(Event::from(Packed::from(e)), e);
         }
+    }
+
+    /// A shipping port's last arrival at the instant a packet is pushed onto it came first if
+    /// it sorts first: earlier, or as early with a lower rank, or the same rank and a lower
+    /// event (a lower port's arrival, or any arrival before a host's wake-up).
+    #[test]
+    fn an_arrival_sorts_before_the_event_being_handled_by_time_rank_then_event() {
+        let t = SimTime::from_ns(10);
+        let key = |e: Event| u32::from(Packed::from(e));
+        let arrive = |p: u32| Event::Arrive(PortId(p));
+        assert!(sorts_before(
+            (SimTime::from_ns(9), 0, arrive(9)),
+            (t, 0, key(arrive(1)))
+        ));
+        assert!(!sorts_before(
+            (SimTime::from_ns(11), 0, arrive(1)),
+            (t, 0, key(arrive(9)))
+        ));
+        assert!(sorts_before((t, 0, arrive(9)), (t, 1, key(arrive(1)))));
+        assert!(sorts_before((t, 0, arrive(1)), (t, 0, key(arrive(9)))));
+        assert!(!sorts_before((t, 0, arrive(9)), (t, 0, key(arrive(1)))));
+        assert!(sorts_before(
+            (t, 0, arrive(9)),
+            (t, 0, key(Event::HostWake(HostId(0))))
+        ));
+        assert!(!sorts_before(
+            (t, 0, arrive(0)),
+            (t, 0, key(Event::FlowStart(FlowId(9))))
+        ));
     }
 }

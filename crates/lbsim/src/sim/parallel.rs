@@ -266,7 +266,11 @@ impl Simulation {
             )
             .collect();
         let to = topo.links.iter().map(|l| plan.owner(l.to)).collect();
-        self.fabric.cut = Some(Box::new(Cut::new(kind, to)));
+        let cut = Cut::new(kind, to);
+        for (p, &k) in self.fabric.ports.iter_mut().zip(&cut.kind) {
+            p.ships = k == SHIPS;
+        }
+        self.fabric.cut = Some(Box::new(cut));
         self.hosts.owned = Some(plan.host.iter().map(|&o| o == me).collect());
         let owner: Vec<u8> = self
             .sc
@@ -310,6 +314,7 @@ impl Simulation {
         while let Some((t, rank, ev, next)) = self.events.pop_ranked_before(limit) {
             self.now = t;
             self.rank = rank;
+            self.key = ev.into();
             let ev = Event::from(ev);
             if count_controls || !matches!(ev, Event::Control(_)) {
                 self.event_count += 1;
@@ -340,6 +345,8 @@ impl Simulation {
             b.wait();
             t.elapsed().as_secs_f64()
         };
+        // Events before this time have been handled (the last window's limit).
+        let mut horizon = SimTime::ZERO;
         loop {
             if let Some(obs) = observe.as_deref_mut() {
                 if seen_events - last_observed >= OBSERVE_EVENTS {
@@ -386,18 +393,20 @@ impl Simulation {
             let next = all.iter().filter_map(|s| s.next).min();
             if x.stop.load(Ordering::SeqCst) {
                 run.stopped = true;
-                return run;
+                break;
             }
             if total > 0 && seen_completed == total {
-                return run;
+                break;
             }
-            let Some(next) = next else { return run };
+            let Some(next) = next else { break };
             if next > cap {
                 self.now = cap;
-                return run;
+                break;
             }
             let end = SimTime((next.ps() / w + 1) * w);
-            // Ship what arrives in the coming window (see the module's note).
+            // What reached the far end of a cut link before this window leaves its ring;
+            // then ship what arrives in the coming window (see the module's note).
+            self.fabric.retire_shipped(SimTime(end.ps() - w));
             let mut shipped = 0;
             self.fabric.ship(end, |to, port, t, pkt| {
                 outbox[to as usize].push(Msg::Packet(port, t, pkt));
@@ -437,8 +446,13 @@ impl Simulation {
                     .apply_shared(&mut self.events, &self.sc.deps, acts);
             }
             run.windows += 1;
+            horizon = end.min(SimTime(cap.ps().saturating_add(1)));
             self.run_window(end, cap, me == 0);
         }
+        // The single world ends with everything that arrived before the last window's end
+        // popped from its rings.
+        self.fabric.retire_shipped(horizon);
+        run
     }
 
     /// Runs this scenario in `threads` partitions, or says why it cannot (then nothing has
@@ -490,9 +504,9 @@ impl Simulation {
                 .collect()
         });
         let mut events: Vec<u64> = Vec::with_capacity(plan.n);
-        events.push(self.event_count - self.fabric.cut.as_ref().map_or(0, |c| c.pops));
+        events.push(self.event_count);
         for p in &parts {
-            events.push(p.event_count - p.fabric.cut.as_ref().map_or(0, |c| c.pops));
+            events.push(p.event_count);
         }
         let gathering = Instant::now();
         self.gather(&plan, parts);
@@ -574,6 +588,9 @@ impl Simulation {
         self.now = now;
         self.ended = Some(now);
         self.fabric.cut = None;
+        for p in &mut self.fabric.ports {
+            p.ships = false;
+        }
         self.hosts.owned = None;
         self.control.remote = None;
     }
