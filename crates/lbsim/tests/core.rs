@@ -8,7 +8,7 @@ use lbsim::ids::HostId;
 use lbsim::net::LinkParams;
 use lbsim::net::Topology;
 use lbsim::time::{BitsPerSec, SimTime};
-use lbsim::{Origin, Scenario, ScenarioFile};
+use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
 
 fn cm_scenario(cm: &str, sets: &[&str]) -> Scenario {
     let dir = std::env::temp_dir().join(format!("lbsim-test-{}", std::process::id()));
@@ -147,6 +147,36 @@ fn end_time_cap_stops_the_run_and_reports_unfinished_flows() {
     assert_eq!(s.flows_completed, 0);
     assert_eq!(s.cct_ps, None);
     assert!(sim.in_flight().data > 0);
+}
+
+/// A run split over partitions gathers every partition's packets back into one store: a run
+/// stopped with packets still in queues and on wires must account for each exactly once.
+#[test]
+fn a_partitioned_run_stopped_mid_flight_conserves_packets() {
+    for end in ["end_time_us=6", "end_time_us=40"] {
+        let sets = [
+            "topology.k=4",
+            "topology.buffer_bytes=20000",
+            "workload.kind=all_to_all",
+            "workload.message_bytes=300000",
+            end,
+        ];
+        let one = run(scenario(&sets));
+        let mut sim = Simulation::new(scenario(&sets));
+        sim.set_threads(3);
+        sim.run();
+        assert!(
+            matches!(sim.parallel(), Some(lbsim::sim::Parallel::Ran(_))),
+            "{end}: the run should have been partitioned"
+        );
+        check_conservation_of(&sim, &format!("3 threads, {end}"));
+        assert!(
+            sim.in_flight().data > 0,
+            "{end}: test should stop mid-flight"
+        );
+        assert_eq!(sim.packets_stored(), one.packets_stored(), "{end}");
+        assert_eq!(sim.counters(), one.counters(), "{end}");
+    }
 }
 
 #[test]

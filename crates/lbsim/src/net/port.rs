@@ -39,6 +39,8 @@ pub struct Slots {
     slots: Vec<Slot>,
     /// The most recently freed slot (NIL: none), whose `next` links the rest.
     free: u32,
+    /// Free slots of stores absorbed whole (see [`Slots::absorb`]), on no free list.
+    abandoned: usize,
 }
 
 impl Default for Slots {
@@ -46,6 +48,7 @@ impl Default for Slots {
         Slots {
             slots: Vec::new(),
             free: NIL,
+            abandoned: 0,
         }
     }
 }
@@ -111,7 +114,22 @@ impl Slots {
             free += 1;
             i = self.slots[i as usize].next;
         }
-        self.slots.len() - free
+        self.slots.len() - free - self.abandoned
+    }
+
+    /// Appends store `other`, which holds `held` packets, and returns the offset its slots now
+    /// start at (a partitioned run gathering its stores into one: one copy of the store instead
+    /// of a random read and write per packet). `other`'s free slots are not reused.
+    pub fn absorb(&mut self, mut other: Slots, held: usize) -> u32 {
+        let base = self.slots.len();
+        assert!(
+            base + other.slots.len() < NIL as usize,
+            "fewer than 2^32 - 1 slots"
+        );
+        debug_assert_eq!(other.in_use(), held, "every packet of the store is held");
+        self.abandoned += other.slots.len() - held;
+        self.slots.append(&mut other.slots);
+        base as u32
     }
 
     /// Frees slot `i` (its packet was delivered, dropped or lost).
@@ -679,15 +697,12 @@ impl Port {
         i
     }
 
-    /// Moves every packet held from store `from` to store `to` (a partitioned run gathering
-    /// its ports into one world), keeping the ring as it is.
-    pub fn relocate(&mut self, from: &mut Slots, to: &mut Slots) {
+    /// Its packets' store was appended to another at offset `base` (see [`Slots::absorb`]):
+    /// the ring follows, reading no packet.
+    pub fn rebase(&mut self, base: u32) {
         let mut n = self.head;
         while n != self.tail {
-            let old = self.at(n).slot;
-            let new = to.insert(*from.pkt(old));
-            from.release(old);
-            self.at_mut(n).slot = new;
+            self.at_mut(n).slot += base;
             n = n.wrapping_add(1);
         }
     }

@@ -537,6 +537,23 @@ impl Simulation {
             p.fabric.drop_inbound();
         }
         let now = parts.iter().map(|p| p.now).fold(self.now, SimTime::max);
+        // Every packet still held is in a ring of a port its partition owns (the inbound
+        // copies are gone): each store joins this one whole, and the ports moving here follow.
+        let bases: Vec<u32> = parts
+            .iter_mut()
+            .enumerate()
+            .map(|(k, part)| {
+                let held = topo
+                    .links
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| plan.owner(l.from) as usize == k + 1)
+                    .map(|(i, _)| part.fabric.ports[i].len())
+                    .sum();
+                let store = std::mem::take(&mut part.fabric.slots);
+                self.fabric.slots.absorb(store, held)
+            })
+            .collect();
         for (i, l) in topo.links.iter().enumerate() {
             let (a, b) = (plan.owner(l.from) as usize, plan.owner(l.to) as usize);
             // A cut link's losses were counted where its packets landed.
@@ -550,7 +567,7 @@ impl Simulation {
             if a != 0 {
                 let part = &mut parts[a - 1];
                 std::mem::swap(&mut self.fabric.ports[i], &mut part.fabric.ports[i]);
-                self.fabric.ports[i].relocate(&mut part.fabric.slots, &mut self.fabric.slots);
+                self.fabric.ports[i].rebase(bases[a - 1]);
             }
             if a != b {
                 self.fabric.ports[i].stats.link_losses = losses;
