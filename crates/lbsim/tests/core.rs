@@ -179,6 +179,38 @@ fn a_partitioned_run_stopped_mid_flight_conserves_packets() {
     }
 }
 
+/// A packet on a link between partitions has no event on the sending side: the windows must
+/// not skip past its arrival when nothing else is due. One lone packet to another pod over slow
+/// links (serialization well over a window) crosses such a link while both partitions idle; its
+/// ACK must beat the retransmission timer as on one thread.
+#[test]
+fn a_lone_packet_crossing_partitions_is_not_skipped_over() {
+    for lr in ["sack", "go_back_n", "ideal_erasure"] {
+        for size in [1000, 9000] {
+            let cm = format!("0->15 id 1 start 0 size {size}\n");
+            let lr = format!("transport.loss_recovery={lr}");
+            let sets = ["topology.k=4", "topology.link_gbps=1", lr.as_str()];
+            let one = run(cm_scenario(&cm, &sets));
+            let mut two = Simulation::new(cm_scenario(&cm, &sets));
+            two.set_threads(2);
+            two.run();
+            assert!(
+                matches!(two.parallel(), Some(lbsim::sim::Parallel::Ran(_))),
+                "{lr} {size}: the run should have been partitioned"
+            );
+            assert_eq!(
+                format!("{:?}", two.flow_records()),
+                format!("{:?}", one.flow_records()),
+                "{lr} {size}"
+            );
+            if size == 1000 {
+                // One packet: on one thread its ACK is back well before the timer.
+                assert_eq!(one.flow_records()[0].timeouts, 0, "{lr}");
+            }
+        }
+    }
+}
+
 #[test]
 fn same_seed_same_bytes_other_seed_other_permutation() {
     let a = lbsim::run(scenario(&[

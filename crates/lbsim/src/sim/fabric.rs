@@ -471,6 +471,21 @@ impl Fabric {
         }
     }
 
+    /// When the first packet not yet shipped reaches the far end of its cut link, if any. It
+    /// has no event here (see [`Cut`]), so the windows must be told of it, or a run where
+    /// nothing else is due would skip past its arrival.
+    pub(super) fn next_shipment(&self) -> Option<SimTime> {
+        let c = self.cut.as_ref()?;
+        c.out_ports
+            .iter()
+            .filter_map(|&port| {
+                let p = &self.ports[port.idx()];
+                p.nth(c.shipped[port.idx()] as usize)
+                    .map(|h| h.tx_end + p.latency)
+            })
+            .min()
+    }
+
     /// Takes a packet shipped by another partition: it arrives at the far end of `port` at
     /// `t`, the event the single world would have scheduled.
     pub(super) fn take_shipped(

@@ -366,6 +366,7 @@ impl Simulation {
             let triggers = &self.sc.deps.triggers;
             let next = [
                 self.events.peek_time(),
+                self.fabric.next_shipment(),
                 starts.out.iter().map(|s| s.0).min(),
                 // The soonest a shared trigger activated here could start a flow.
                 starts
@@ -435,6 +436,7 @@ impl Simulation {
             for m in mail {
                 match m {
                     Msg::Packet(port, t, pkt) => {
+                        debug_assert!(t.ps() >= end.ps() - w, "a packet shipped too late");
                         self.fabric.take_shipped(&mut self.events, port, t, pkt)
                     }
                     Msg::Start(t, f) => self.events.push(t, Event::FlowStart(f).into()),
