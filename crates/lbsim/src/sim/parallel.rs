@@ -163,6 +163,20 @@ struct Barrier {
     n: usize,
     arrived: AtomicUsize,
     generation: AtomicUsize,
+    /// A partition panicked: the others must not wait for it forever.
+    failed: AtomicBool,
+}
+
+/// Marks the barrier failed if its partition's thread unwinds, so that the others stop
+/// waiting and the panic reaches the caller instead of a hang.
+struct FailOnPanic<'a>(&'a Barrier);
+
+impl Drop for FailOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.failed.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Barrier {
@@ -171,6 +185,7 @@ impl Barrier {
             n,
             arrived: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
         }
     }
 
@@ -183,6 +198,9 @@ impl Barrier {
         }
         let backoff = crossbeam_utils::Backoff::new();
         while self.generation.load(Ordering::Acquire) == g {
+            if self.failed.load(Ordering::Relaxed) {
+                panic!("another partition of the run panicked");
+            }
             if backoff.is_completed() {
                 std::thread::yield_now();
             } else {
@@ -340,6 +358,7 @@ impl Simulation {
         let mut outbox: Vec<Vec<Msg>> = (0..x.mail.len()).map(|_| Vec::new()).collect();
         let (mut seen_events, mut last_observed) = (0u64, 0u64);
         let mut seen_completed = 0;
+        let _fail = FailOnPanic(&x.barrier);
         let wait = |b: &Barrier| {
             let t = Instant::now();
             b.wait();
@@ -612,5 +631,27 @@ impl Simulation {
         }
         self.hosts.owned = None;
         self.control.remote = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A partition that panics between windows fails the barrier, so its partner panics in
+    /// turn instead of spinning forever.
+    #[test]
+    fn a_panicking_partition_fails_the_barrier_instead_of_hanging_it() {
+        let b = Barrier::new(2);
+        let (failed, partner) = std::thread::scope(|s| {
+            let failed = s.spawn(|| {
+                let _fail = FailOnPanic(&b);
+                panic!("a partition's model failed");
+            });
+            let partner = s.spawn(|| b.wait());
+            (failed.join(), partner.join())
+        });
+        assert!(failed.is_err());
+        assert!(partner.is_err(), "the partner should panic, not wait");
     }
 }
