@@ -265,9 +265,10 @@ impl Port {
         }
     }
 
-    /// Removes the head of a shipping port's ring, which has departed and reached the far end,
-    /// and returns its slot. The ring is not rewound when it empties, so that
-    /// [`Port::accepted`] keeps counting from `base`.
+    /// Removes the head, which has departed and reached the far end, and returns its slot,
+    /// leaving the ring where it is: a shipping port calls it directly, so that
+    /// [`Port::accepted`] keeps counting from `base`; [`Port::pop_arrived`] rewinds after it.
+    #[inline(always)]
     pub fn pop_retired(&mut self) -> u32 {
         debug_assert!(self.head != self.dep, "a packet that departed");
         let i = self.at(self.head).slot;
@@ -680,12 +681,7 @@ impl Port {
     #[inline(always)]
     pub fn pop_arrived(&mut self, now: SimTime) -> u32 {
         self.sync(now);
-        debug_assert!(
-            !self.is_empty() && self.head != self.dep,
-            "a packet on the wire"
-        );
-        let i = self.at(self.head).slot;
-        self.head = self.head.wrapping_add(1);
+        let i = self.pop_retired();
         if self.head == self.tail {
             // Restart at the ring's first entry, so that a port that is often empty touches
             // only the first lines of its ring however large it grew once.
