@@ -49,17 +49,17 @@ pub struct EventQueue<E> {
     inline: Vec<Entry>,
     /// Bucket b's entries beyond the first `CAP`.
     over: Vec<Vec<Entry>>,
-    /// Entries in each bucket. A bucket is sorted by key: entries mostly arrive in order (same or
-    /// later time), so insertion is a write at the back. Only the cursor's
-    /// bucket is ever popped, so one index says how much of it is gone, and the bucket is
+    /// Entries in each bucket. A bucket's inline entries are kept in key order by insertion
+    /// (a few shifts at most, on a line just loaded); only its overflow may fall out of order
+    /// (see `unsorted`). Only the cursor's bucket is ever popped, so one index says how much of it is gone, and the bucket is
     /// emptied when it runs out.
     len: Vec<u32>,
     /// Entries of the cursor's bucket before this index have been popped.
     head: usize,
     /// Bit b: slot b is non-empty.
     bits: Vec<u64>,
-    /// Bit b: slot b took entries out of key order since it was last sorted. Only the
-    /// cursor's bucket must be in order (it is popped from); others take entries at their
+    /// Bit b: slot b took overflow entries out of key order since it was last sorted. Only
+    /// the cursor's bucket must be in order (it is popped from); others take overflow at their
     /// back and are sorted once, when the cursor reaches them. Thousands of equal-time events
     /// (synchronized hosts) land in one bucket at scale, in no particular event order, and
     /// an ordered insertion into each would cost a scan of the bucket.
@@ -173,22 +173,29 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         self.bits[s / 64] |= 1 << (s % 64);
         self.count += 1;
         let k = e.key();
+        if n < CAP {
+            // In place, in order: the line was just touched, and a handful of entries shift
+            // for less than a later sort would cost. Keys not yet popped are all below `k`
+            // in the cursor's bucket, so the scan never passes `head` there; elsewhere an
+            // unsorted bucket's order is moot until it is sorted.
+            let b = &mut self.inline[s * CAP..s * CAP + CAP];
+            let mut at = n;
+            while at > 0 && b[at - 1].key() > k {
+                b[at] = b[at - 1];
+                at -= 1;
+            }
+            b[at] = e;
+            return;
+        }
         if abs != self.cur {
-            if n > 0 && self.get(s, n - 1).key() > k {
+            // Thousands of equal-time events (synchronized hosts) can land in one bucket:
+            // beyond its inline entries it takes them at the back and is sorted once.
+            if self.get(s, n - 1).key() > k {
                 self.unsorted[s / 64] |= 1 << (s % 64);
             }
-            if n < CAP {
-                self.inline[s * CAP + n] = e;
-            } else {
-                self.over[s].push(e);
-            }
+            self.over[s].push(e);
             return;
         }
-        if n < CAP && (n == 0 || self.inline[s * CAP + n - 1].key() <= k) {
-            self.inline[s * CAP + n] = e;
-            return;
-        }
-        // Keys not yet popped are all below `k`, so the scan never passes `head`.
         let mut at = n;
         while at > 0 && self.get(s, at - 1).key() > k {
             at -= 1;
@@ -198,11 +205,12 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             return;
         }
         let b = &mut self.inline[s * CAP..s * CAP + CAP];
-        if n >= CAP {
-            self.over[s].insert(0, b[CAP - 1]);
+        self.over[s].insert(0, b[CAP - 1]);
+        let mut j = CAP - 1;
+        while j > at {
+            b[j] = b[j - 1];
+            j -= 1;
         }
-        let end = n.min(CAP - 1);
-        b.copy_within(at..end, at + 1);
         b[at] = e;
     }
 
@@ -292,13 +300,16 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             self.enter(e.time >> self.shift);
             self.migrate();
         }
-        let b = self.next_bucket();
-        if b != self.cur {
+        // The cursor's bucket, while it holds entries, is the next (nothing in the wheel lies
+        // before it, and its absolute bucket is the only one its slot can hold): no bitmap scan.
+        let mut s = self.cur as usize % SLOTS;
+        if self.len[s] == 0 {
+            let b = self.next_bucket();
             debug_assert_eq!(self.head, 0);
             self.enter(b);
             self.migrate();
+            s = b as usize % SLOTS;
         }
-        let s = b as usize % SLOTS;
         let e = self.get(s, self.head);
         if e.time >= limit.0 {
             return None;
