@@ -299,7 +299,7 @@ impl Fabric {
 
     /// Puts the admitted packet in slot `i` on the port; the ring's new head gets its arrival
     /// event.
-    #[inline]
+    #[inline(always)]
     pub(super) fn admit(&mut self, cx: &mut Cx, port: PortId, i: u32) {
         self.hops += 1;
         let p = &mut self.ports[port.idx()];
