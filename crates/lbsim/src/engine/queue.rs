@@ -36,6 +36,16 @@ const CAP: usize = 8;
 /// An emptied bucket's overflow keeps at most this many entries' room.
 const SHRINK_ABOVE: usize = 32;
 
+/// A wheel-sized array on the heap, every element a clone of `x[0]`: fixed-size arrays let
+/// the compiler see that a slot index (always taken modulo the wheel) is in bounds.
+fn boxed<T: Clone, const N: usize>(x: [T; 1]) -> Box<[T; N]> {
+    let [x] = x;
+    vec![x; N]
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("a vector of N elements"))
+}
+
 /// A priority queue of events carried as 32-bit values.
 #[derive(Debug)]
 pub struct EventQueue<E> {
@@ -43,27 +53,27 @@ pub struct EventQueue<E> {
     shift: u32,
     /// The cursor's absolute bucket: every wheel entry's bucket is in [cur, cur + SLOTS).
     cur: u64,
-    /// Bucket b's first `CAP` entries, at [b * CAP, b * CAP + CAP): one flat array, so the
+    /// Bucket b's first `CAP` entries, in one flat array, so the
     /// buckets that pushes land in (a latency ahead, moving forward with time) are consecutive
     /// lines rather than scattered allocations.
-    inline: Vec<Entry>,
+    inline: Box<[[Entry; CAP]; SLOTS]>,
     /// Bucket b's entries beyond the first `CAP`.
-    over: Vec<Vec<Entry>>,
+    over: Box<[Vec<Entry>; SLOTS]>,
     /// Entries in each bucket. A bucket's inline entries are kept in key order by insertion
     /// (a few shifts at most, on a line just loaded); only its overflow may fall out of order
     /// (see `unsorted`). Only the cursor's bucket is ever popped, so one index says how much of it is gone, and the bucket is
     /// emptied when it runs out.
-    len: Vec<u32>,
+    len: Box<[u32; SLOTS]>,
     /// Entries of the cursor's bucket before this index have been popped.
     head: usize,
     /// Bit b: slot b is non-empty.
-    bits: Vec<u64>,
+    bits: Box<[u64; WORDS]>,
     /// Bit b: slot b took overflow entries out of key order since it was last sorted. Only
     /// the cursor's bucket must be in order (it is popped from); others take overflow at their
     /// back and are sorted once, when the cursor reaches them. Thousands of equal-time events
     /// (synchronized hosts) land in one bucket at scale, in no particular event order, and
     /// an ordered insertion into each would cost a scan of the bucket.
-    unsorted: Vec<u64>,
+    unsorted: Box<[u64; WORDS]>,
     /// Room to sort a bucket in.
     scratch: Vec<Entry>,
     /// Entries in the wheel.
@@ -90,12 +100,12 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         EventQueue {
             shift: width.max(1).ilog2().min(40),
             cur: 0,
-            inline: vec![Entry { time: 0, lo: 0 }; SLOTS * CAP],
-            over: vec![Vec::new(); SLOTS],
-            len: vec![0; SLOTS],
+            inline: boxed([[Entry { time: 0, lo: 0 }; CAP]; 1]),
+            over: boxed([Vec::new()]),
+            len: boxed([0]),
             head: 0,
-            bits: vec![0; WORDS],
-            unsorted: vec![0; WORDS],
+            bits: boxed([0]),
+            unsorted: boxed([0]),
             scratch: Vec::new(),
             count: 0,
             far: Heap::default(),
@@ -154,7 +164,7 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     #[inline(always)]
     fn get(&self, s: usize, i: usize) -> Entry {
         if i < CAP {
-            self.inline[s * CAP + i]
+            self.inline[s][i]
         } else {
             self.over[s][i - CAP]
         }
@@ -178,7 +188,7 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             // for less than a later sort would cost. Keys not yet popped are all below `k`
             // in the cursor's bucket, so the scan never passes `head` there; elsewhere an
             // unsorted bucket's order is moot until it is sorted.
-            let b = &mut self.inline[s * CAP..s * CAP + CAP];
+            let b = &mut self.inline[s];
             let mut at = n;
             while at > 0 && b[at - 1].key() > k {
                 b[at] = b[at - 1];
@@ -204,7 +214,7 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             self.over[s].insert(at - CAP, e);
             return;
         }
-        let b = &mut self.inline[s * CAP..s * CAP + CAP];
+        let b = &mut self.inline[s];
         self.over[s].insert(0, b[CAP - 1]);
         let mut j = CAP - 1;
         while j > at {
@@ -221,11 +231,11 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         let n = self.len[s] as usize;
         let mut all = std::mem::take(&mut self.scratch);
         all.clear();
-        all.extend_from_slice(&self.inline[s * CAP..s * CAP + n.min(CAP)]);
+        all.extend_from_slice(&self.inline[s][..n.min(CAP)]);
         all.append(&mut self.over[s]);
         all.sort_unstable_by_key(|e| e.key());
         let inl = n.min(CAP);
-        self.inline[s * CAP..s * CAP + inl].copy_from_slice(&all[..inl]);
+        self.inline[s][..inl].copy_from_slice(&all[..inl]);
         self.over[s].extend_from_slice(&all[inl..]);
         self.scratch = all;
     }
