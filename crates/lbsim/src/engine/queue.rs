@@ -31,8 +31,10 @@ impl Entry {
 
 const SLOTS: usize = 1 << 14;
 const WORDS: usize = SLOTS / 64;
-/// Entries a bucket holds in place (two cache lines); more go to the bucket's overflow vector.
-const CAP: usize = 8;
+/// Entries a bucket holds in place (four cache lines); more go to the bucket's overflow vector.
+/// Sixteen rather than eight: synchronized hosts fill buckets past eight often enough that
+/// sorting overflow cost 1.7% of the instructions (cachegrind) and about 3% of the wall time.
+const CAP: usize = 16;
 /// An emptied bucket's overflow keeps at most this many entries' room.
 const SHRINK_ABOVE: usize = 32;
 
