@@ -38,10 +38,9 @@ const CAP: usize = 16;
 /// An emptied bucket's overflow keeps at most this many entries' room.
 const SHRINK_ABOVE: usize = 32;
 
-/// A wheel-sized array on the heap, every element a clone of `x[0]`: fixed-size arrays let
-/// the compiler see that a slot index (always taken modulo the wheel) is in bounds.
-fn boxed<T: Clone, const N: usize>(x: [T; 1]) -> Box<[T; N]> {
-    let [x] = x;
+/// A wheel-sized array on the heap, every element a clone of `x`: fixed-size arrays let the
+/// compiler see that a slot index (always taken modulo the wheel) is in bounds.
+fn boxed<T: Clone, const N: usize>(x: T) -> Box<[T; N]> {
     vec![x; N]
         .into_boxed_slice()
         .try_into()
@@ -55,16 +54,16 @@ pub struct EventQueue<E> {
     shift: u32,
     /// The cursor's absolute bucket: every wheel entry's bucket is in [cur, cur + SLOTS).
     cur: u64,
-    /// Bucket b's first `CAP` entries, in one flat array, so the
-    /// buckets that pushes land in (a latency ahead, moving forward with time) are consecutive
-    /// lines rather than scattered allocations.
+    /// Bucket b's first `CAP` entries, in one flat array, so the buckets that pushes land in (a
+    /// latency ahead, moving forward with time) are consecutive lines rather than scattered
+    /// allocations.
     inline: Box<[[Entry; CAP]; SLOTS]>,
     /// Bucket b's entries beyond the first `CAP`.
     over: Box<[Vec<Entry>; SLOTS]>,
     /// Entries in each bucket. A bucket's inline entries are kept in key order by insertion
     /// (a few shifts at most, on a line just loaded); only its overflow may fall out of order
-    /// (see `unsorted`). Only the cursor's bucket is ever popped, so one index says how much of it is gone, and the bucket is
-    /// emptied when it runs out.
+    /// (see `unsorted`). Only the cursor's bucket is ever popped, so one index says how much
+    /// of it is gone, and the bucket is emptied when it runs out.
     len: Box<[u32; SLOTS]>,
     /// Entries of the cursor's bucket before this index have been popped.
     head: usize,
@@ -102,12 +101,12 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         EventQueue {
             shift: width.max(1).ilog2().min(40),
             cur: 0,
-            inline: boxed([[Entry { time: 0, lo: 0 }; CAP]; 1]),
-            over: boxed([Vec::new()]),
-            len: boxed([0]),
+            inline: boxed([Entry { time: 0, lo: 0 }; CAP]),
+            over: boxed(Vec::new()),
+            len: boxed(0),
             head: 0,
-            bits: boxed([0]),
-            unsorted: boxed([0]),
+            bits: boxed(0),
+            unsorted: boxed(0),
             scratch: Vec::new(),
             count: 0,
             far: Heap::default(),
@@ -218,6 +217,8 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         }
         let b = &mut self.inline[s];
         self.over[s].insert(0, b[CAP - 1]);
+        // A loop, not `copy_within`: its memmove call changed how pushes inlined (measured
+        // 13 more instructions per event).
         let mut j = CAP - 1;
         while j > at {
             b[j] = b[j - 1];
