@@ -2,7 +2,8 @@
 //! fields) of a set of small runs covering every scheme, loss recovery, congestion control,
 //! failure kind and workload family. A refactoring must leave every digest as it is; a change
 //! that means to alter results regenerates them on purpose with `LBSIM_BLESS=1 cargo test
-//! --release -p lbsim-cli --test digests` and says why in its commit.
+//! --release -p lbsim-cli --test digests` and says why in its commit. `LBSIM_BIN` runs the
+//! cases with another build of the CLI (CI: the profile-guided one).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -247,10 +248,18 @@ fn tmpdir() -> PathBuf {
     d
 }
 
+/// The binary under test: this build's, or `LBSIM_BIN` (CI checks the profile-guided build of
+/// `scripts/pgo-build.sh` against the same pinned digests).
+fn lbsim_bin() -> PathBuf {
+    std::env::var_os("LBSIM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_lbsim")))
+}
+
 /// Runs a case on `threads` threads; returns its digest and what stderr said of the threads.
 fn run(dir: &Path, name: &str, sets: &[String], threads: u32) -> (String, String) {
     let out = dir.join(format!("{name}-{threads}"));
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lbsim"));
+    let mut c = Command::new(lbsim_bin());
     c.arg("run").arg("--quiet").arg("--out").arg(&out);
     c.arg("--threads").arg(threads.to_string());
     let (failure, sets): (Vec<&String>, Vec<&String>) =
