@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Profile-guided release build of the CLI: target/pgo/release/lbsim.
 #
-# An instrumented build runs a spread of scenarios (every load-balancing scheme, every
-# congestion control and loss recovery, failures, a synchronized all-to-all), and the release
-# build is then laid out and inlined by the branch and call counts measured. Results are the
-# same bytes as the plain release build's (CI compares them); the engine runs about 10%
-# fewer instructions per event (README, "Benchmark").
+# An instrumented build runs 28 short scenarios (every load-balancing scheme, congestion
+# control and loss recovery, the failure files, a synchronized all-to-all, FSDP training
+# collectives), and the release build is then laid out and inlined by the branch and call
+# counts measured. Results are the same bytes as the plain release build's (CI compares
+# them); the engine runs about 10% fewer instructions per event (README, "Benchmark").
 #
 # Needs rustup's llvm-tools component (for llvm-profdata), which this script adds. Takes two
 # release builds and a few seconds of simulation.
@@ -47,10 +47,12 @@ train scenarios/bench-perm-128.toml
 train scenarios/default.toml
 train scenarios/failures-flaky.toml
 train scenarios/failures-degraded-2.toml
-for scheme in ecmp subflow plb flowlet_ar switch_rr switch_jsq switch_ar reps host_dr ofan; do
+train scenarios/llama3-7b-small.toml
+for scheme in ecmp subflow plb flowlet_ar switch_rr switch_rr_simple switch_random switch_p2c \
+  switch_jsq switch_ar reps host_dr ofan; do
   train "${perm[@]}" --set load_balancing.scheme=$scheme --set transport.cc=dctcp
 done
-for cc in dcqcn swift nscc eqds; do
+for cc in dcqcn swift mswift nscc eqds; do
   train "${perm[@]}" --set load_balancing.scheme=reps --set transport.cc=$cc
 done
 for lr in sack go_back_n trim erasure; do
