@@ -213,11 +213,21 @@ def test_ctrl_c_interrupts_a_run():
     t = threading.Thread(target=press, daemon=True)
     start = time.monotonic()
     t.start()
+    raised, result = False, None
     try:
-        with pytest.raises(KeyboardInterrupt):
-            lbsim.run(ROOT / "scenarios" / "bench-a2a-128.toml")
+        result = lbsim.run(ROOT / "scenarios" / "bench-a2a-128.toml")
+    except KeyboardInterrupt:
+        raised = True
     finally:
         stop.set()
         t.join()
+    took = time.monotonic() - start
+    # A failure says which side failed: no press sent, or presses the run did not see.
+    assert raised, (
+        f"no KeyboardInterrupt: {len(sent)} presses, the first "
+        f"{sent[0] - start if sent else float('nan'):.2f} s in; the run returned after "
+        f"{took:.2f} s, interrupted={getattr(result, 'interrupted', None)}, "
+        f"events={result.summary['events'] if result else None}"
+    )
     # The whole run takes seconds; the interrupt lands at a progress check after a press.
     assert sent and time.monotonic() - sent[0] < 5.0
