@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Profile-guided release build of the CLI: target/pgo/release/lbsim.
 #
-# An instrumented build runs 28 short scenarios (every load-balancing scheme, congestion
+# An instrumented build runs 32 short scenarios (every load-balancing scheme, congestion
 # control and loss recovery, the failure files, a synchronized all-to-all, FSDP training
 # collectives), and the release build is then laid out and inlined by the branch and call
 # counts measured. Results are the same bytes as the plain release build's (CI compares
@@ -48,15 +48,26 @@ train scenarios/default.toml
 train scenarios/failures-flaky.toml
 train scenarios/failures-degraded-2.toml
 train scenarios/llama3-7b-small.toml
-for scheme in ecmp subflow plb flowlet_ar switch_rr switch_rr_simple switch_random switch_p2c \
-  switch_jsq switch_ar reps host_dr ofan; do
-  train "${perm[@]}" --set load_balancing.scheme=$scheme --set transport.cc=dctcp
+# Every scheme, CC and loss recovery the binary registers (as `lbsim list` prints them), so
+# that one added later is trained on without a change here.
+list=$("$bin" list)
+schemes=$(awk '/^load-balancing schemes/ {f = 1; next} /^[^ ]/ {f = 0} f && NF {print $1}' <<<"$list")
+ccs=$(awk '/^congestion control/ {getline; print}' <<<"$list")
+lrs=$(awk '/^loss recovery/ {getline; print}' <<<"$list")
+for v in schemes ccs lrs; do
+  if [ -z "${!v}" ]; then
+    echo "error: no $v found in the output of 'lbsim list'" >&2
+    exit 1
+  fi
 done
-for cc in dcqcn swift mswift nscc eqds; do
-  train "${perm[@]}" --set load_balancing.scheme=reps --set transport.cc=$cc
+for scheme in $schemes; do
+  train "${perm[@]}" --set load_balancing.scheme="$scheme" --set transport.cc=dctcp
 done
-for lr in sack go_back_n trim erasure; do
-  train "${perm[@]}" --set transport.cc=nscc --set transport.loss_recovery=$lr
+for cc in $ccs; do
+  train "${perm[@]}" --set load_balancing.scheme=reps --set transport.cc="$cc"
+done
+for lr in $lrs; do
+  train "${perm[@]}" --set transport.cc=nscc --set transport.loss_recovery="$lr"
 done
 
 echo "== optimized build"
