@@ -1,5 +1,8 @@
 //! End-to-end tests of the `lbsim` binary: outputs, determinism, and errors on bad input.
 
+mod common;
+
+use common::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -10,11 +13,8 @@ fn lbsim(args: &[&str]) -> Output {
         .expect("lbsim runs")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> TempDir {
+    TempDir::new("cli", name)
 }
 
 fn stderr(o: &Output) -> String {
@@ -421,5 +421,4 @@ fn readme_documents_every_output_field() {
         missing.is_empty(),
         "README's Telemetry section lacks {missing:?}"
     );
-    let _ = std::fs::remove_dir_all(&d);
 }

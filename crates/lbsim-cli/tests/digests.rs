@@ -5,6 +5,9 @@
 //! --release -p lbsim-cli --test digests` and says why in its commit. `LBSIM_BIN` runs the
 //! cases with another build of the CLI (CI: the profile-guided one).
 
+mod common;
+
+use common::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -237,15 +240,9 @@ fn digest_dir(dir: &Path) -> String {
     )
 }
 
-fn tmpdir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "lbsim-digests-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory named after the test's thread.
+fn tmpdir() -> TempDir {
+    TempDir::new("digests", &format!("{:?}", std::thread::current().id()))
 }
 
 /// The binary under test: this build's, or `LBSIM_BIN` (CI checks the profile-guided build of
@@ -317,7 +314,8 @@ const SINGLE: &[&str] = &["coll-pairwise", "coll-fsdp", "trace-cm"];
 /// the bytes it gives on one; all but those in `SINGLE` really run partitioned.
 #[test]
 fn outputs_do_not_depend_on_the_thread_count() {
-    let dir = tmpdir().join("threads");
+    let tmp = tmpdir();
+    let dir = tmp.join("threads");
     std::fs::create_dir_all(&dir).unwrap();
     let mut diff = Vec::new();
     for (name, sets) in all_cases(&dir) {
@@ -340,7 +338,8 @@ fn outputs_do_not_depend_on_the_thread_count() {
 /// stored digests to one thread); k = 4 has four pods, so 8 threads make four partitions.
 #[test]
 fn outputs_at_2_4_and_8_threads_match_the_stored_digests() {
-    let dir = tmpdir().join("more-threads");
+    let tmp = tmpdir();
+    let dir = tmp.join("more-threads");
     std::fs::create_dir_all(&dir).unwrap();
     let stored =
         std::fs::read_to_string(STORE).expect("tests/digests.txt (LBSIM_BLESS=1 writes it)");
@@ -399,5 +398,4 @@ fn outputs_match_their_stored_digests() {
         got.len(),
         diff.join("\n")
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

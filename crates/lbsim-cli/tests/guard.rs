@@ -1,6 +1,9 @@
 //! Guard rails: memory refusal, --out checks, signals and exit codes, progress, sweep locks,
 //! and `show` / `list` completeness.
 
+mod common;
+
+use common::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -15,11 +18,8 @@ fn lbsim(args: &[&str]) -> Output {
     cmd().args(args).output().expect("lbsim runs")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-guard-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> TempDir {
+    TempDir::new("guard", name)
 }
 
 fn stderr(o: &Output) -> String {

@@ -1,7 +1,9 @@
 //! Bad user input through the command line: each case exits non-zero with an error (no panic,
 //! no backtrace) naming the key, the `--set`, or the file and line that caused it.
 
-use std::path::PathBuf;
+mod common;
+
+use common::TempDir;
 use std::process::{Command, Output};
 
 fn lbsim(args: &[&str]) -> Output {
@@ -12,11 +14,8 @@ fn lbsim(args: &[&str]) -> Output {
         .expect("lbsim runs")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-input-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> TempDir {
+    TempDir::new("input", name)
 }
 
 fn stderr(o: &Output) -> String {

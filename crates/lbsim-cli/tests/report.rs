@@ -1,7 +1,9 @@
 //! `lbsim report`: a self-contained HTML page with every expected figure, deterministic. The
 //! browser check (headless Chromium, console errors, screenshot) is .ci/report-test.sh.
 
-use std::path::PathBuf;
+mod common;
+
+use common::TempDir;
 use std::process::{Command, Output};
 
 fn lbsim(args: &[&str]) -> Output {
@@ -15,11 +17,8 @@ fn ok(o: &Output) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-report-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> TempDir {
+    TempDir::new("report", name)
 }
 
 #[test]

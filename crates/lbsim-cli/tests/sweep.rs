@@ -1,6 +1,9 @@
 //! `lbsim sweep`: results.csv, determinism, shards and --collect, resume after an interruption,
 //! and clear errors on bad input. No Slurm needed (the real-Slurm run is .ci/slurm-test.sh).
 
+mod common;
+
+use common::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -12,11 +15,8 @@ fn lbsim(args: &[&str]) -> Output {
         .expect("lbsim runs")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> TempDir {
+    TempDir::new("sweep", name)
 }
 
 fn ok(o: &Output) -> String {

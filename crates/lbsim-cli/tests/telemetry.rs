@@ -1,6 +1,9 @@
 //! Telemetry through the `lbsim` binary: tables under DIR/telemetry, results byte-identical
 //! with telemetry on and off (separate processes), errors naming the key.
 
+mod common;
+
+use common::TempDir;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -11,11 +14,8 @@ fn lbsim(args: &[&str]) -> Output {
         .expect("lbsim runs")
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-tel-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn tmpdir(name: &str) -> TempDir {
+    TempDir::new("tel", name)
 }
 
 fn stderr(o: &Output) -> String {
@@ -92,7 +92,6 @@ fn results_are_byte_identical_with_telemetry_on_and_off() {
             .collect();
         assert!(left.is_empty(), "{left:?}");
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -126,7 +125,6 @@ fn csv_tables_hold_the_selected_ports_and_end_at_the_run_end() {
         17 * end.div_ceil(1_000_000) as usize
     );
     assert!(!d.join("telemetry/flows.csv").exists() && !d.join("telemetry/events.csv").exists());
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

@@ -316,8 +316,7 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
 
 #[test]
 fn every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
-    let dir = std::env::temp_dir().join(format!("lbsim-bound-prop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("bound-prop", "cases");
     let cases: u32 = std::env::var("LBSIM_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -344,7 +343,6 @@ fn every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
         seen.set(n);
         Ok(())
     });
-    std::fs::remove_dir_all(&dir).ok();
     result.unwrap();
     let [ran, finished, lossy] = seen.get();
     eprintln!("{cases} random scenarios: {ran} ran, {finished} finished, {lossy} lost packets");

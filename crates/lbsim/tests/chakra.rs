@@ -3,17 +3,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-
+use common::TempDir;
 use lbsim::workload::chakra::{encode, proto};
 use lbsim::{Origin, Scenario, ScenarioFile};
 
-/// A fresh directory for one test's trace files.
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lbsim-chakra-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory for one test's trace files, removed when the test passes.
+fn dir(name: &str) -> TempDir {
+    TempDir::new("chakra", name)
 }
 
 fn node(id: u64, t: i32, deps: &[u64], attr: Vec<proto::AttributeProto>) -> proto::Node {
@@ -273,7 +269,7 @@ fn err(name: &str, files: &[(&str, Vec<u8>)], extra: &[&str], target: Option<&st
     }
     let p = match target {
         Some(t) => d.join(t),
-        None => d.clone(),
+        None => d.to_path_buf(),
     };
     match build(&k4(&p, extra)) {
         Ok(_) => panic!("{name} should be refused"),

@@ -289,12 +289,13 @@ fn shifted_all_to_all_staggers_destinations_and_avoids_the_synchronized_incast()
     assert!(shifted.cct_ps.unwrap() < direct.cct_ps.unwrap());
 }
 
-fn write_cm(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lbsim-coll-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// Writes `text` as `name` in a fresh directory; returns the directory (keep it while the file
+/// is needed) and the file's path.
+fn write_cm(name: &str, text: &str) -> (common::TempDir, std::path::PathBuf) {
+    let dir = common::TempDir::new("coll", name);
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
-    p
+    (dir, p)
 }
 
 #[test]
@@ -307,7 +308,7 @@ fn a_hand_written_barrier_gives_the_expected_start_times() {
               1->2 id 3 trigger 7 size 4096 send_done_trigger 8\n\
               3->0 id 4 trigger 8 size 4096\n\
               trigger id 7 barrier delay 1000000\ntrigger id 8 oneshot\n";
-    let p = write_cm("barrier.cm", cm);
+    let (_dir, p) = write_cm("barrier.cm", cm);
     let sc = scenario(&[
         "topology.k=4",
         "topology.link_gbps=100",
@@ -336,7 +337,7 @@ fn a_hand_written_barrier_gives_the_expected_start_times() {
 
 #[test]
 fn trigger_cycles_and_undefined_ids_are_clear_errors() {
-    let p = write_cm(
+    let (_dir, p) = write_cm(
         "cycle.cm",
         "0->1 id 1 trigger 1 size 8 recv_done_trigger 1\ntrigger id 1 oneshot\n",
     );
@@ -345,7 +346,7 @@ fn trigger_cycles_and_undefined_ids_are_clear_errors() {
         &format!("workload.path=\"{}\"", p.display()),
     ]);
     assert!(e.contains("cycle.cm:1") && e.contains("cycle"), "{e}");
-    let p = write_cm("undef.cm", "0->1 id 1 size 8\n1->2 id 2 trigger 4 size 8\n");
+    let (_dir, p) = write_cm("undef.cm", "0->1 id 1 size 8\n1->2 id 2 trigger 4 size 8\n");
     let e = build_err(&[
         "workload.kind=connection_matrix",
         &format!("workload.path=\"{}\"", p.display()),

@@ -9,14 +9,14 @@ use lbsim::net::LinkParams;
 use lbsim::net::Topology;
 use lbsim::time::{BitsPerSec, SimTime};
 use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn cm_scenario(cm: &str, sets: &[&str]) -> Scenario {
-    let dir = std::env::temp_dir().join(format!("lbsim-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!(
-        "{:x}.cm",
-        lbsim::rng::mix64(cm.len() as u64 ^ cm.as_ptr() as u64)
-    ));
+    // A directory per call: tests running at once never share one.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = common::TempDir::new("test", &n.to_string());
+    let path = dir.join(format!("{n}.cm"));
     std::fs::write(&path, cm).unwrap();
     let mut all = vec![
         "workload.kind=connection_matrix".to_string(),

@@ -59,8 +59,7 @@ fn set_appends_a_failures_entry_to_a_scenario_without_one() {
 /// Writes `text` as a connection matrix and builds the built-in default (k=4) on it; returns
 /// the file's name and the error as text.
 fn cm_err(name: &str, text: &str, extra: &[&str]) -> (String, String) {
-    let dir = std::env::temp_dir().join(format!("lbsim-input-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("input", name);
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     let mut s = vec![
@@ -346,8 +345,7 @@ fn errors_from_a_set_value_name_the_set_not_the_file() {
 
 /// Writes `text` as a connection matrix and builds the built-in default (k=4) on it.
 fn cm_scenario(name: &str, text: &str) -> Scenario {
-    let dir = std::env::temp_dir().join(format!("lbsim-input-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("input", name);
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     let s = vec![
@@ -408,8 +406,7 @@ fn link_rates_below_one_kbps_and_oversized_repair_counts_are_refused() {
 #[test]
 fn connection_matrix_failure_lines_fail_aggregation_uplinks_or_name_the_line() {
     // k=4: aggregation switch 5 (pod position 1) reaches cores 2 and 3.
-    let dir = std::env::temp_dir().join(format!("lbsim-input-uet-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("input", "uet");
     let path = dir.join("f.cm");
     std::fs::write(
         &path,
@@ -457,8 +454,7 @@ fn connection_matrix_failure_lines_fail_aggregation_uplinks_or_name_the_line() {
 
 #[test]
 fn htsim_topo_files_build_the_fabric_or_name_the_line() {
-    let dir = std::env::temp_dir().join(format!("lbsim-input-topo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::TempDir::new("input", "topo");
     let path = dir.join("ls.topo");
     std::fs::write(
         &path,
@@ -468,7 +464,7 @@ fn htsim_topo_files_build_the_fabric_or_name_the_line() {
     )
     .unwrap();
     // Relative to the scenario file's directory.
-    let origin = Origin::named("s.toml", Some(dir.clone()));
+    let origin = Origin::named("s.toml", Some(dir.to_path_buf()));
     let f =
         ScenarioFile::from_toml("[topology]\nhtsim_topo = \"ls.topo\"\n", &[], &origin).unwrap();
     let sc = Scenario::build(f, &origin).unwrap();
