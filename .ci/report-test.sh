@@ -3,10 +3,32 @@
 # renders report.html to a PNG and dumps the DOM; the page must have run its script, logged
 # nothing to the console (the report logs nothing, so any console line is an error), and hold
 # every expected figure by element id. The console check is first shown to catch a broken page.
+# Its temporary directories are removed when it passes and kept (and named) when it fails;
+# REPORT_TEST_OUT, a directory of the user's, is never removed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LBSIM=${LBSIM:-$PWD/target/release/lbsim}
-OUT=${REPORT_TEST_OUT:-$(mktemp -d /tmp/lbsim-report.XXXXXX)}
+
+temps=()
+cleanup() {
+  local rc=$?
+  local d
+  for d in "${temps[@]}"; do
+    if [ "$rc" -eq 0 ]; then
+      rm -rf "$d"
+    elif [ -e "$d" ]; then
+      echo "report-test failed; kept $d" >&2
+    fi
+  done
+  exit "$rc"
+}
+trap cleanup EXIT
+if [ -n "${REPORT_TEST_OUT:-}" ]; then
+  OUT=$REPORT_TEST_OUT
+else
+  OUT=$(mktemp -d /tmp/lbsim-report.XXXXXX)
+  temps+=("$OUT")
+fi
 
 if ! command -v chromium >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
@@ -18,6 +40,7 @@ fi
 render() {
   local profile
   profile=$(mktemp -d /tmp/lbsim-chromium.XXXXXX)
+  temps+=("$profile")
   local flags=(--headless --no-sandbox --disable-gpu --disable-background-networking
     --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile"
     --enable-logging=stderr --v=0 --window-size=1300,2400)
@@ -83,4 +106,4 @@ for id in run-summary fig-run-fct fig-run-timeline-ofan fig-run-flows-ofan fig-t
   grep -q "id=\"$id\"" "$OUT/run-report.dom.html" || { echo "run report: missing #$id" >&2; exit 1; }
 done
 grep -q 'id="fig-run-cct"' "$OUT/cmp-report.dom.html" || { echo "compare report: missing #fig-run-cct" >&2; exit 1; }
-echo "report-test: paper --scale small in ${t_paper} s; report rendered ($(stat -c %s "$OUT/report.png") B screenshot at $OUT/report.png), no console messages, all figures present"
+echo "report-test: paper --scale small in ${t_paper} s; report rendered ($(stat -c %s "$OUT/report.png") B screenshot${REPORT_TEST_OUT:+ at $OUT/report.png}), no console messages, all figures present"

@@ -2,7 +2,8 @@
 # Real Slurm: a one-node cluster on localhost (munged, slurmctld, slurmd under a temp dir) runs a
 # small sweep through `lbsim sweep --slurm` as a job array; after --collect, results.csv must equal
 # the same sweep run locally (every column but the two wall-clock ones). Installs Debian's
-# slurm-wlm and munge if missing; stops the daemons it started, also on failure.
+# slurm-wlm and munge if missing; stops the daemons it started, also on failure. Its temporary
+# directory is removed when it passes and kept (and named) when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LBSIM=${LBSIM:-$PWD/target/release/lbsim}
@@ -26,10 +27,11 @@ stop() {
   done
   sleep 1
   if [ "$rc" -ne 0 ]; then
-    echo "slurm-test failed; logs:" >&2
+    echo "slurm-test failed (files kept in $W); logs:" >&2
     tail -n 20 "$W"/*.log "$W"/out/slurm/*.out 2>/dev/null >&2 || true
+  else
+    rm -rf "$W"
   fi
-  rm -rf "$W"
   exit "$rc"
 }
 trap stop EXIT
