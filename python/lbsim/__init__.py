@@ -246,8 +246,9 @@ def sweep(
     jobs: Optional[int] = None,
 ) -> pd.DataFrame:
     """Runs a sweep file (resumable, as ``lbsim sweep --out``) and returns its results.csv.
-    Without ``out`` the runs go to a temporary directory."""
+    Without ``out`` the runs go to a temporary directory, removed before this returns."""
     if out is None:
-        out = tempfile.mkdtemp(prefix="lbsim-sweep-")
+        with tempfile.TemporaryDirectory(prefix="lbsim-sweep-") as tmp:
+            return pd.read_csv(_lbsim.sweep(os.fspath(path), tmp, jobs))
     results = _lbsim.sweep(os.fspath(path), os.fspath(out), jobs)
     return pd.read_csv(results)

@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -179,6 +180,15 @@ def test_sweep_returns_its_results(tmp_path):
     assert len(df) == 8
     assert set(df["load_balancing.scheme"]) == {"ecmp", "host_spray"}
     assert (tmp_path / "sw" / "results.csv").exists()
+
+
+def test_sweep_without_out_leaves_no_directory(tmp_path, monkeypatch):
+    # The runs go to a temporary directory nobody can name afterwards: it must not outlive
+    # the call.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    df = lbsim.sweep(ROOT / "sweeps" / "example.toml", jobs=2)
+    assert len(df) == 8
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_gil_is_released_while_simulating():
