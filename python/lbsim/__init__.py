@@ -249,6 +249,6 @@ def sweep(
     Without ``out`` the runs go to a temporary directory, removed before this returns."""
     if out is None:
         with tempfile.TemporaryDirectory(prefix="lbsim-sweep-") as tmp:
-            return pd.read_csv(_lbsim.sweep(os.fspath(path), tmp, jobs))
+            return sweep(path, tmp, jobs)
     results = _lbsim.sweep(os.fspath(path), os.fspath(out), jobs)
     return pd.read_csv(results)

@@ -1,6 +1,5 @@
 //! A test's temporary directory (shared with the command-line tests, which include this file).
 
-use std::ffi::OsStr;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
@@ -19,28 +18,12 @@ impl TempDir {
         std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
         TempDir(d)
     }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
 }
 
 impl Deref for TempDir {
     type Target = Path;
     fn deref(&self) -> &Path {
         &self.0
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<OsStr> for TempDir {
-    fn as_ref(&self) -> &OsStr {
-        self.0.as_os_str()
     }
 }
 
