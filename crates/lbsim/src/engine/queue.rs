@@ -75,8 +75,6 @@ pub struct EventQueue<E> {
     /// (synchronized hosts) land in one bucket at scale, in no particular event order, and
     /// an ordered insertion into each would cost a scan of the bucket.
     unsorted: Box<[u64; WORDS]>,
-    /// Room to sort a bucket in.
-    scratch: Vec<Entry>,
     /// Entries in the wheel.
     count: usize,
     far: Heap,
@@ -107,7 +105,6 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             head: 0,
             bits: boxed(0),
             unsorted: boxed(0),
-            scratch: Vec::new(),
             count: 0,
             far: Heap::default(),
             _e: std::marker::PhantomData,
@@ -228,19 +225,48 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     }
 
     /// Puts bucket `s` in key order if it took entries out of order (before it is popped from).
+    /// Its inline entries are already in order (insertion keeps them so) and only the overflow
+    /// is not, so the overflow alone is sorted and merged with them. A synchronized all-to-all
+    /// sorts about a quarter of its events, in buckets of 27 on average: sorting whole buckets
+    /// ran 13 more instructions per event (profile-guided build, cachegrind).
     #[cold]
     fn sort_bucket(&mut self, s: usize) {
         self.unsorted[s / 64] &= !(1 << (s % 64));
-        let n = self.len[s] as usize;
-        let mut all = std::mem::take(&mut self.scratch);
-        all.clear();
-        all.extend_from_slice(&self.inline[s][..n.min(CAP)]);
-        all.append(&mut self.over[s]);
-        all.sort_unstable_by_key(|e| e.key());
-        let inl = n.min(CAP);
-        self.inline[s][..inl].copy_from_slice(&all[..inl]);
-        self.over[s].extend_from_slice(&all[inl..]);
-        self.scratch = all;
+        debug_assert!(
+            self.len[s] as usize > CAP,
+            "only overflow is ever out of order"
+        );
+        let over = &mut self.over[s];
+        over.sort_unstable_by_key(|e| e.key());
+        let inl = &mut self.inline[s];
+        if inl[CAP - 1].key() <= over[0].key() {
+            return;
+        }
+        // A forward merge in place: output position p lies in `inl` below CAP and at over[p -
+        // CAP] above, which is never ahead of the overflow entry still to be read (j >= p - CAP
+        // while i < CAP), so only the inline run needs a copy.
+        let run = *inl;
+        let (mut i, mut j) = (0, 0);
+        for out in inl.iter_mut() {
+            if j == over.len() || run[i].key() <= over[j].key() {
+                *out = run[i];
+                i += 1;
+            } else {
+                *out = over[j];
+                j += 1;
+            }
+        }
+        let mut p = 0;
+        while i < CAP {
+            if j == over.len() || run[i].key() <= over[j].key() {
+                over[p] = run[i];
+                i += 1;
+            } else {
+                over[p] = over[j];
+                j += 1;
+            }
+            p += 1;
+        }
     }
 
     /// Makes absolute bucket `b` the cursor's, in key order.
@@ -529,6 +555,25 @@ mod tests {
             }
             prop_assert_eq!(&got, &expected);
             prop_assert_eq!(got, again);
+        }
+
+        #[test]
+        fn crowded_future_buckets_pop_in_key_order(
+            evs in proptest::collection::vec((1024u64..4096, 0u32..2, 0u32..1000), 0..200),
+        ) {
+            // Beyond the cursor's bucket, a bucket keeps its first entries in order and takes
+            // the rest at its back, sorted and merged with them when the cursor gets there.
+            let mut q = EventQueue::new();
+            for &(t, rank, e) in &evs {
+                q.push_ranked(SimTime(t), rank, e);
+            }
+            let mut expected = evs.clone();
+            expected.sort();
+            let mut got = Vec::new();
+            while let Some((t, rank, e, _)) = q.pop_ranked() {
+                got.push((t.0, rank, e));
+            }
+            prop_assert_eq!(got, expected);
         }
 
         #[test]
