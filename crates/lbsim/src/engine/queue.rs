@@ -178,7 +178,9 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         let s = abs as usize % SLOTS;
         let n = self.len[s] as usize;
         self.len[s] += 1;
-        self.bits[s / 64] |= 1 << (s % 64);
+        if n == 0 {
+            self.bits[s / 64] |= 1 << (s % 64);
+        }
         self.count += 1;
         let k = e.key();
         if n < CAP {

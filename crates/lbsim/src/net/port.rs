@@ -437,10 +437,14 @@ impl Port {
     /// true if the port held nothing, i.e. the caller must schedule the head's arrival.
     #[inline(always)]
     pub fn push(&mut self, now: SimTime, i: u32, slots: &Slots) -> bool {
-        let (bytes, data) = {
-            let p = slots.pkt(i);
-            (p.wire_bytes, p.kind == PacketKind::Data)
-        };
+        let p = slots.pkt(i);
+        self.accept(now, i, p.wire_bytes, p.kind == PacketKind::Data)
+    }
+
+    /// [`Port::push`] for a caller that holds the packet's size and class already: a hop
+    /// then reads its slot once, in `forward`, instead of again here.
+    #[inline(always)]
+    pub fn accept(&mut self, now: SimTime, i: u32, bytes: u16, data: bool) -> bool {
         if self.len() == self.ring.len() {
             self.grow();
         }

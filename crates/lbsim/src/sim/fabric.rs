@@ -233,14 +233,18 @@ impl Fabric {
     /// trimming), CE mark above the threshold. On priority ports control packets have their own
     /// buffer and go first. Returns the slot of a packet dropped, if one was.
     #[inline]
-    fn enqueue(&mut self, cx: &mut Cx, port: PortId, mut i: u32, from: PortId) -> Option<u32> {
+    fn enqueue(
+        &mut self,
+        cx: &mut Cx,
+        port: PortId,
+        mut i: u32,
+        from: PortId,
+        (wire, kind): (u16, PacketKind),
+    ) -> Option<u32> {
         if self.pfc.is_some() {
             return self.enqueue_pfc(cx, port, i, from);
         }
-        let (bytes, kind) = {
-            let pk = self.slots.pkt(i);
-            (pk.wire_bytes as u64, pk.kind)
-        };
+        let bytes = wire as u64;
         if self.ports[port.idx()].ships {
             self.note_shipping_empty(cx, port);
         }
@@ -282,9 +286,11 @@ impl Fabric {
                 if p.ctrl_bytes as u64 + self.trim_header as u64 > self.ctrl_cap {
                     return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
                 }
+                self.admit(cx, port, i, self.trim_header, false);
+                return None;
             }
         }
-        self.admit(cx, port, i);
+        self.admit(cx, port, i, wire, kind == PacketKind::Data);
         None
     }
 
@@ -292,20 +298,28 @@ impl Fabric {
     /// included: the pacer releases data only as fast as the link carries it, and an ACK waits
     /// at most for the data packet in service.
     #[inline]
-    pub(super) fn inject(&mut self, cx: &mut Cx, port: PortId, i: u32) {
+    pub(super) fn inject(&mut self, cx: &mut Cx, port: PortId, i: u32, wire: u16, data: bool) {
         self.ports[port.idx()].sync(cx.now);
-        self.admit(cx, port, i);
+        self.admit(cx, port, i, wire, data);
     }
 
-    /// Puts the admitted packet in slot `i` on the port; the ring's new head gets its arrival
-    /// event.
+    /// Puts the admitted packet in slot `i` (`wire` bytes, a data packet or not) on the port;
+    /// the ring's new head gets its arrival event.
     #[inline(always)]
-    pub(super) fn admit(&mut self, cx: &mut Cx, port: PortId, i: u32) {
+    pub(super) fn admit(&mut self, cx: &mut Cx, port: PortId, i: u32, wire: u16, data: bool) {
+        debug_assert_eq!(
+            (wire, data),
+            (
+                self.slots.pkt(i).wire_bytes,
+                self.slots.pkt(i).kind == PacketKind::Data
+            ),
+            "admitted as the slot holds it"
+        );
         self.hops += 1;
         let p = &mut self.ports[port.idx()];
-        let was_empty = p.push(cx.now, i, &self.slots);
+        let was_empty = p.accept(cx.now, i, wire, data);
         if let Some(o) = &mut self.obs {
-            o.pushed(port, self.slots.pkt(i).wire_bytes, p.queued_bytes);
+            o.pushed(port, wire, p.queued_bytes);
         }
         if was_empty && !p.ships {
             let t = p.head_arrival().expect("just pushed");
@@ -561,7 +575,7 @@ impl Fabric {
                     PortId(first.0 + i as u32)
                 }
             };
-            match self.enqueue(cx, out, i, from) {
+            match self.enqueue(cx, out, i, from, (packet.wire_bytes, packet.kind)) {
                 None => return Arrival::Forwarded,
                 Some(dropped) if self.rts && self.slots.pkt(dropped).kind == PacketKind::Header => {
                     self.turn_around(cx, dropped);
@@ -628,7 +642,8 @@ impl Fabric {
                 return None;
             }
         }
-        self.admit(cx, port, i);
+        let pk = self.slots.pkt(i);
+        self.admit(cx, port, i, pk.wire_bytes, pk.kind == PacketKind::Data);
         self.arm_depart(cx, port);
         None
     }

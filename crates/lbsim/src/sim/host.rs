@@ -280,7 +280,8 @@ impl Hosts {
             }
             e.cx.counters.acks_sent += 1;
             let i = e.fabric.slots.insert(pull);
-            e.fabric.inject(&mut e.cx, PortId(h.0), i);
+            e.fabric
+                .inject(&mut e.cx, PortId(h.0), i, pull.wire_bytes, false);
             return;
         }
     }
@@ -364,7 +365,7 @@ impl Hosts {
         host.next_send = now + self.pace_rate.serialization(wire as u64);
         let next_send = host.next_send;
         let i = e.fabric.slots.insert(pkt);
-        e.fabric.admit(&mut e.cx, port, i);
+        e.fabric.admit(&mut e.cx, port, i, pkt.wire_bytes, true);
         let ready = e.fabric.ports[port.idx()].busy_until.max(next_send);
         let host = &mut self.hosts[h.idx()];
         // The round-robin's next flow sends at the wake-up: fetch its line now.
@@ -436,7 +437,9 @@ impl Hosts {
                     ack.cnp = r.cnp;
                     e.cx.counters.acks_sent += 1;
                     *e.fabric.slots.pkt_mut(i) = ack;
-                    e.fabric.inject(&mut e.cx, PortId(h.0), i);
+                    let data = ack.kind == PacketKind::Data;
+                    e.fabric
+                        .inject(&mut e.cx, PortId(h.0), i, ack.wire_bytes, data);
                 } else {
                     e.fabric.slots.release(i);
                 }
