@@ -41,7 +41,7 @@ pub(super) type Rates<'a> = Option<&'a [BitsPerSec]>;
 /// What a host's handlers touch besides the hosts: the event context, the fabric their NICs
 /// feed, the flows, and the per-flow rate caps.
 pub(super) struct Env<'a> {
-    pub cx: Cx<'a>,
+    pub cx: &'a mut Cx,
     pub fabric: &'a mut Fabric,
     pub flows: &'a mut [Flow],
     pub rates: Rates<'a>,
@@ -281,7 +281,7 @@ impl Hosts {
             e.cx.counters.acks_sent += 1;
             let i = e.fabric.slots.insert(pull);
             e.fabric
-                .inject(&mut e.cx, PortId(h.0), i, pull.wire_bytes, false);
+                .inject(e.cx, PortId(h.0), i, pull.wire_bytes, false);
             return;
         }
     }
@@ -365,7 +365,7 @@ impl Hosts {
         host.next_send = now + self.pace_rate.serialization(wire as u64);
         let next_send = host.next_send;
         let i = e.fabric.slots.insert(pkt);
-        e.fabric.admit(&mut e.cx, port, i, pkt.wire_bytes, true);
+        e.fabric.admit(e.cx, port, i, pkt.wire_bytes, true);
         let ready = e.fabric.ports[port.idx()].busy_until.max(next_send);
         let host = &mut self.hosts[h.idx()];
         // The round-robin's next flow sends at the wake-up: fetch its line now.
@@ -439,7 +439,7 @@ impl Hosts {
                     *e.fabric.slots.pkt_mut(i) = ack;
                     let data = ack.kind == PacketKind::Data;
                     e.fabric
-                        .inject(&mut e.cx, PortId(h.0), i, ack.wire_bytes, data);
+                        .inject(e.cx, PortId(h.0), i, ack.wire_bytes, data);
                 } else {
                     e.fabric.slots.release(i);
                 }

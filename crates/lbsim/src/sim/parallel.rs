@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use super::control::RemoteStarts;
 use super::fabric::{Cut, INSIDE, RECEIVES, SHIPS};
-use super::{Cx, Event, Progress, Simulation, OBSERVE_EVENTS};
+use super::{Event, Progress, Simulation, OBSERVE_EVENTS};
 use crate::ids::{FlowId, NodeId, PortId};
 use crate::net::{Packet, Shape, Tier, Topology};
 use crate::time::SimTime;
@@ -298,14 +298,14 @@ impl Simulation {
             .collect();
         // Before any event is handled the set holds flow starts and control changes only.
         let mut kept = Vec::new();
-        while let Some((t, rank, ev, _)) = self.events.pop_ranked() {
+        while let Some((t, rank, ev, _)) = self.cx.events.pop_ranked() {
             match Event::from(ev) {
                 Event::FlowStart(f) if owner[f.idx()] != me => {}
                 _ => kept.push((t, rank, ev)),
             }
         }
         for (t, rank, ev) in kept {
-            self.events.push_ranked(t, rank, ev);
+            self.cx.events.push_ranked(t, rank, ev);
         }
         let shared = shared_triggers(&self.sc, plan)
             .into_iter()
@@ -319,9 +319,9 @@ impl Simulation {
             acts: Vec::new(),
         }));
         if !self.control.rates_computed() {
-            let mut cx = cx!(self);
+            let cx = &mut self.cx;
             self.control
-                .update_flow_rates(&mut cx, &self.sc, &mut self.flows, &mut self.hosts);
+                .update_flow_rates(cx, &self.sc, &mut self.flows, &mut self.hosts);
         }
     }
 
@@ -329,10 +329,10 @@ impl Simulation {
     /// partition 0 only, as every partition applies them.
     fn run_window(&mut self, end: SimTime, cap: SimTime, count_controls: bool) {
         let limit = end.min(SimTime(cap.ps().saturating_add(1)));
-        while let Some((t, rank, ev, next)) = self.events.pop_ranked_before(limit) {
-            self.now = t;
-            self.rank = rank;
-            self.key = ev.into();
+        while let Some((t, rank, ev, next)) = self.cx.events.pop_ranked_before(limit) {
+            self.cx.now = t;
+            self.cx.rank = rank;
+            self.cx.key = ev.into();
             let ev = Event::from(ev);
             if count_controls || !matches!(ev, Event::Control(_)) {
                 self.event_count += 1;
@@ -371,7 +371,7 @@ impl Simulation {
                 if seen_events - last_observed >= OBSERVE_EVENTS {
                     last_observed = seen_events;
                     let p = Progress {
-                        now: self.now,
+                        now: self.cx.now,
                         events: seen_events,
                         completed: seen_completed,
                         flows: total,
@@ -384,7 +384,7 @@ impl Simulation {
             let starts = self.control.remote.as_ref().expect("a partition");
             let triggers = &self.sc.deps.triggers;
             let next = [
-                self.events.peek_time(),
+                self.cx.events.peek_time(),
                 self.fabric.next_shipment(),
                 starts.out.iter().map(|s| s.0).min(),
                 // The soonest a shared trigger activated here could start a flow.
@@ -420,7 +420,7 @@ impl Simulation {
             }
             let Some(next) = next else { break };
             if next > cap {
-                self.now = cap;
+                self.cx.now = cap;
                 break;
             }
             let end = SimTime((next.ps() / w + 1) * w);
@@ -456,15 +456,15 @@ impl Simulation {
                 match m {
                     Msg::Packet(port, t, pkt) => {
                         debug_assert!(t.ps() >= end.ps() - w, "a packet shipped too late");
-                        self.fabric.take_shipped(&mut self.events, port, t, pkt)
+                        self.fabric.take_shipped(&mut self.cx.events, port, t, pkt)
                     }
-                    Msg::Start(t, f) => self.events.push(t, Event::FlowStart(f).into()),
+                    Msg::Start(t, f) => self.cx.events.push(t, Event::FlowStart(f).into()),
                     Msg::Activate(t, i) => acts.push((t, i)),
                 }
             }
             if !acts.is_empty() {
                 self.control
-                    .apply_shared(&mut self.events, &self.sc.deps, acts);
+                    .apply_shared(&mut self.cx.events, &self.sc.deps, acts);
             }
             run.windows += 1;
             horizon = end.min(SimTime(cap.ps().saturating_add(1)));
@@ -557,7 +557,10 @@ impl Simulation {
         for p in &mut parts {
             p.fabric.drop_inbound();
         }
-        let now = parts.iter().map(|p| p.now).fold(self.now, SimTime::max);
+        let now = parts
+            .iter()
+            .map(|p| p.cx.now)
+            .fold(self.cx.now, SimTime::max);
         // Every packet still held is in a ring of a port its partition owns (the inbound
         // copies are gone): each store joins this one whole, and the ports moving here follow.
         let bases: Vec<u32> = parts
@@ -619,11 +622,11 @@ impl Simulation {
             .collect();
         self.flows = flows;
         for p in &parts {
-            self.counters.add(&p.counters);
+            self.cx.counters.add(&p.cx.counters);
             self.completed += p.completed;
             self.fabric.hops += p.fabric.hops;
         }
-        self.now = now;
+        self.cx.now = now;
         self.ended = Some(now);
         self.fabric.cut = None;
         for p in &mut self.fabric.ports {

@@ -9,7 +9,7 @@ use crate::transport::Flow;
 
 impl Simulation {
     pub fn now(&self) -> SimTime {
-        self.now
+        self.cx.now
     }
 
     pub fn scenario(&self) -> &Scenario {
@@ -20,7 +20,7 @@ impl Simulation {
     /// most it held.
     pub fn port_queue(&self, port: PortId) -> (f64, u64) {
         let p = &self.fabric.ports[port.idx()];
-        let end = self.ended.unwrap_or(self.now);
+        let end = self.ended.unwrap_or(self.cx.now);
         let mean = if end.ps() == 0 {
             0.0
         } else {
@@ -31,13 +31,13 @@ impl Simulation {
 
     /// Bytes egress port `port` holds (queued or in service) when the run ended.
     pub fn port_bytes_held(&self, port: PortId) -> u64 {
-        let end = self.ended.unwrap_or(self.now);
+        let end = self.ended.unwrap_or(self.cx.now);
         self.fabric.ports[port.idx()].occupancy_at(end).1
     }
 
     /// PFC: how long egress `port` was paused, to the end of the run (zero with PFC off).
     pub fn port_pause(&self, port: PortId) -> SimTime {
-        let end = self.ended.unwrap_or(self.now);
+        let end = self.ended.unwrap_or(self.cx.now);
         self.fabric.ports[port.idx()].paused_for(end)
     }
 
@@ -100,7 +100,7 @@ impl Simulation {
     }
 
     pub fn counters(&self) -> Counters {
-        self.counters
+        self.cx.counters
     }
 
     /// Packets put on links so far (data and ACKs).
@@ -182,7 +182,7 @@ impl Simulation {
 
     pub fn summary(&self) -> Summary {
         let sc = &self.sc;
-        let end = self.ended.unwrap_or(self.now);
+        let end = self.ended.unwrap_or(self.cx.now);
         let first_start = self
             .flows
             .iter()
@@ -253,24 +253,24 @@ impl Simulation {
             cct_over_bound_ignoring_deps: ratio(lb_no_deps),
             mean_fct_ps: mean_fct,
             p99_fct_ps: stats::percentile(&fcts, 99.0),
-            data_packets_sent: self.counters.data_sent,
-            data_packets_delivered: self.counters.data_delivered,
-            packets_dropped: self.counters.data_dropped + self.counters.acks_dropped,
-            ecn_marks: self.counters.ecn_marks,
+            data_packets_sent: self.cx.counters.data_sent,
+            data_packets_delivered: self.cx.counters.data_delivered,
+            packets_dropped: self.cx.counters.data_dropped + self.cx.counters.acks_dropped,
+            ecn_marks: self.cx.counters.ecn_marks,
             max_queue_bytes: self.max_switch_queue().0,
             mean_queue_bytes: mean_queue,
             end_ps: end.ps(),
             events: self.event_count,
             packet_hops: self.fabric.hops,
-            link_losses: self.counters.link_losses,
+            link_losses: self.cx.counters.link_losses,
             failed_links: sc.failures.iter().map(|f| f.name.clone()).collect(),
             timeouts: self.flows.iter().map(|f| f.timeouts).sum(),
             cc: sc.settings.cc.name().to_string(),
             loss_recovery: sc.settings.loss_recovery.name().to_string(),
             retransmissions: self.flows.iter().map(|f| f.retransmissions).sum(),
-            packets_trimmed: self.counters.trimmed,
-            discarded_packets: self.counters.discarded,
-            rts_packets: (self.counters.returned > 0).then_some(self.counters.returned),
+            packets_trimmed: self.cx.counters.trimmed,
+            discarded_packets: self.cx.counters.discarded,
+            rts_packets: (self.cx.counters.returned > 0).then_some(self.cx.counters.returned),
             pfc_pause_frames: pfc.as_ref().map(|p| p.0),
             pfc_pause_ps: pfc.as_ref().map(|p| p.1),
             pfc_max_port_pause_ps: pfc.as_ref().map(|p| p.2),
