@@ -245,10 +245,11 @@ impl Fabric {
             return self.enqueue_pfc(cx, port, i, from);
         }
         let bytes = wire as u64;
-        if self.ports[port.idx()].ships {
+        let mut p = &mut self.ports[port.idx()];
+        if p.ships {
             self.note_shipping_empty(cx, port);
+            p = &mut self.ports[port.idx()];
         }
-        let p = &mut self.ports[port.idx()];
         p.sync(cx.now);
         if self.prio && kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
@@ -286,11 +287,13 @@ impl Fabric {
                 if p.ctrl_bytes as u64 + self.trim_header as u64 > self.ctrl_cap {
                     return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
                 }
-                self.admit(cx, port, i, self.trim_header, false);
+                let header = self.trim_header;
+                admit_to(p, &mut self.hops, &mut self.obs, cx, port, i, header, false);
                 return None;
             }
         }
-        self.admit(cx, port, i, wire, kind == PacketKind::Data);
+        let data = kind == PacketKind::Data;
+        admit_to(p, &mut self.hops, &mut self.obs, cx, port, i, wire, data);
         None
     }
 
@@ -315,16 +318,8 @@ impl Fabric {
             ),
             "admitted as the slot holds it"
         );
-        self.hops += 1;
         let p = &mut self.ports[port.idx()];
-        let was_empty = p.accept(cx.now, i, wire, data);
-        if let Some(o) = &mut self.obs {
-            o.pushed(port, wire, p.queued_bytes);
-        }
-        if was_empty && !p.ships {
-            let t = p.head_arrival().expect("just pushed");
-            cx.push(t, Event::Arrive(port));
-        }
+        admit_to(p, &mut self.hops, &mut self.obs, cx, port, i, wire, data);
     }
 
     /// The head of `port`'s ring reached the far end of the link. `flows` is read only to ask
@@ -344,16 +339,21 @@ impl Fabric {
             !self.ports[port.idx()].ships,
             "a shipping port has no arrivals"
         );
-        let i = match self.cut.as_ref().map(|c| c.kind[port.idx()]) {
-            Some(RECEIVES) => self.take_inbound(port),
+        let (i, peer, lost) = match self.cut.as_ref().map(|c| c.kind[port.idx()]) {
+            Some(RECEIVES) => {
+                let i = self.take_inbound(port);
+                let p = &mut self.ports[port.idx()];
+                (i, p.peer, lost_on(p))
+            }
             _ => self.pop_head(cx, flows, port),
         };
-        self.land(cx, topo, port, i)
+        self.land(cx, topo, port, i, peer, lost)
     }
 
     /// Takes the head of `port`'s ring, which has reached the far end, and schedules the next.
+    /// Returns its slot, the node it reached and whether the link lost it.
     #[inline(always)]
-    fn pop_head(&mut self, cx: &mut Cx, flows: &[Flow], port: PortId) -> u32 {
+    fn pop_head(&mut self, cx: &mut Cx, flows: &[Flow], port: PortId) -> (u32, NodeId, bool) {
         let p = &mut self.ports[port.idx()];
         let i = p.pop_arrived(cx.now);
         if let Some(next) = p.nth(0) {
@@ -378,16 +378,22 @@ impl Fabric {
                 }
             }
         }
-        i
+        (i, p.peer, lost_on(p))
     }
 
     /// The packet in slot `i` reached the far end of `port`'s link: lost there if the link
     /// is faulty, else forwarded by the switch or handed to the host.
     #[inline(always)]
-    fn land(&mut self, cx: &mut Cx, topo: &Topology, port: PortId, i: u32) -> Arrival {
-        let p = &mut self.ports[port.idx()];
-        if p.faulty && p.fault.loses() {
-            p.stats.link_losses += 1;
+    fn land(
+        &mut self,
+        cx: &mut Cx,
+        topo: &Topology,
+        port: PortId,
+        i: u32,
+        peer: NodeId,
+        lost: bool,
+    ) -> Arrival {
+        if lost {
             cx.counters.link_losses += 1;
             observe(
                 &mut self.obs,
@@ -399,7 +405,7 @@ impl Fabric {
             );
             return Arrival::Lost(i);
         }
-        match p.peer {
+        match peer {
             NodeId::Switch(s) => self.forward(cx, topo, s, i, port),
             NodeId::Host(h) => Arrival::AtHost(h, i),
         }
@@ -761,6 +767,40 @@ impl Fabric {
         } else {
             Some((HostId(port.0), false))
         }
+    }
+}
+
+/// Whether port `p`'s link loses the packet reaching its far end now (counted if so).
+#[inline(always)]
+fn lost_on(p: &mut Port) -> bool {
+    let lost = p.faulty && p.fault.loses();
+    if lost {
+        p.stats.link_losses += 1;
+    }
+    lost
+}
+
+/// [`Fabric::admit`] for a caller that holds the port already (a hop looks it up once).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn admit_to(
+    p: &mut Port,
+    hops: &mut u64,
+    obs: &mut Option<Box<Observe>>,
+    cx: &mut Cx,
+    port: PortId,
+    i: u32,
+    wire: u16,
+    data: bool,
+) {
+    *hops += 1;
+    let was_empty = p.accept(cx.now, i, wire, data);
+    if let Some(o) = obs {
+        o.pushed(port, wire, p.queued_bytes);
+    }
+    if was_empty && !p.ships {
+        let t = p.head_arrival().expect("just pushed");
+        cx.push(t, Event::Arrive(port));
     }
 }
 

@@ -438,8 +438,7 @@ impl Hosts {
                     e.cx.counters.acks_sent += 1;
                     *e.fabric.slots.pkt_mut(i) = ack;
                     let data = ack.kind == PacketKind::Data;
-                    e.fabric
-                        .inject(e.cx, PortId(h.0), i, ack.wire_bytes, data);
+                    e.fabric.inject(e.cx, PortId(h.0), i, ack.wire_bytes, data);
                 } else {
                     e.fabric.slots.release(i);
                 }
