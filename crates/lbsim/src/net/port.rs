@@ -59,7 +59,7 @@ impl Slots {
     }
 
     /// Stores a packet not yet on any port, in the most recently freed slot (still in cache);
-    /// the caller hands the slot to `Port::push` or back to `release`.
+    /// the caller hands the slot to `Port::accept` or back to `release`.
     #[inline]
     pub fn insert(&mut self, pkt: Packet) -> u32 {
         let i = self.free;
@@ -445,16 +445,17 @@ impl Port {
         self.ring = ring;
     }
 
-    /// Accepts the packet in slot `i` at `now` (after `sync` and the admission check); returns
-    /// true if the port held nothing, i.e. the caller must schedule the head's arrival.
-    #[inline(always)]
+    /// The tests' shorthand for [`Port::accept`], reading size and class from the slot.
+    #[cfg(test)]
     pub fn push(&mut self, now: SimTime, i: u32, slots: &Slots) -> bool {
         let p = slots.pkt(i);
         self.accept(now, i, p.wire_bytes, p.kind == PacketKind::Data)
     }
 
-    /// [`Port::push`] for a caller that holds the packet's size and class already: a hop
-    /// then reads its slot once, in `forward`, instead of again here.
+    /// Accepts the packet in slot `i`, `bytes` long and a data packet or not, at `now` (after
+    /// `sync` and the admission check); returns true if the port held nothing, i.e. the caller
+    /// must schedule the head's arrival. The caller passes size and class, which it read with
+    /// the packet, so that a hop reads the slot once (in `forward`).
     #[inline(always)]
     pub fn accept(&mut self, now: SimTime, i: u32, bytes: u16, data: bool) -> bool {
         if self.len() == self.ring.len() {

@@ -242,7 +242,7 @@ impl Fabric {
         (wire, kind): (u16, PacketKind),
     ) -> Option<u32> {
         if self.pfc.is_some() {
-            return self.enqueue_pfc(cx, port, i, from);
+            return self.enqueue_pfc(cx, port, i, from, (wire, kind));
         }
         let bytes = wire as u64;
         let mut p = &mut self.ports[port.idx()];
@@ -610,11 +610,15 @@ impl Fabric {
     /// (the headroom was too small), else counted against that input port, which a PAUSE
     /// stops above XOFF. A paused egress keeps the data waiting without a departure.
     #[inline(never)]
-    fn enqueue_pfc(&mut self, cx: &mut Cx, port: PortId, i: u32, from: PortId) -> Option<u32> {
-        let (bytes, kind) = {
-            let pk = self.slots.pkt(i);
-            (pk.wire_bytes as u64, pk.kind)
-        };
+    fn enqueue_pfc(
+        &mut self,
+        cx: &mut Cx,
+        port: PortId,
+        i: u32,
+        from: PortId,
+        (wire, kind): (u16, PacketKind),
+    ) -> Option<u32> {
+        let bytes = wire as u64;
         self.pfc_sync(cx, port);
         let pfc = self.pfc.as_mut().expect("pfc on");
         let p = &mut self.ports[port.idx()];
@@ -648,8 +652,7 @@ impl Fabric {
                 return None;
             }
         }
-        let pk = self.slots.pkt(i);
-        self.admit(cx, port, i, pk.wire_bytes, pk.kind == PacketKind::Data);
+        self.admit(cx, port, i, wire, kind == PacketKind::Data);
         self.arm_depart(cx, port);
         None
     }
