@@ -5,9 +5,11 @@
 //! equal times. Equal keys are equal events, whose order cannot matter. So the order in which
 //! events are pushed never decides the order they pop in, which is what lets a partitioned run
 //! (events handed between threads in batches) pop exactly what a single queue would. Almost every event is scheduled a serialization plus a link
-//! latency ahead, so the set is a calendar: a wheel of 16,384 buckets of `2^shift` picoseconds
-//! each, with a bitmap of non-empty buckets, covers the near future, and a 4-ary heap holds what
-//! lies beyond it (flow starts, timers, failures). A bucket holds a handful of events, kept
+//! latency ahead, so the set is a calendar: a wheel of buckets of `2^shift` picoseconds each,
+//! with a bitmap of non-empty buckets, covers the near future, and a 4-ary heap holds what lies
+//! beyond it (flow starts, timers, failures). The wheel spans about twice the longest hop and no
+//! more: its buckets are revisited once a lap, and a lap of 16,384 buckets (4 MiB of entries)
+//! fell out of the second-level cache between visits, where 4,096 stay in it. A bucket holds a handful of events, kept
 //! sorted, so push and pop cost a few dozen instructions where a heap of a few thousand entries
 //! spent hundreds on comparisons (measured with callgrind). The order is
 //! exactly the heap's: the same (time, rank, event) key decides everywhere.
@@ -29,8 +31,12 @@ impl Entry {
     }
 }
 
+/// The most buckets a wheel has: arrays are this long, so that an index taken modulo it is
+/// in bounds to the compiler, and a smaller wheel uses (and touches) only their front.
 const SLOTS: usize = 1 << 14;
 const WORDS: usize = SLOTS / 64;
+/// The fewest: a bitmap word's worth at least, so the bitmap wraps at a word boundary.
+const MIN_SLOTS: usize = 1 << 10;
 /// Entries a bucket holds in place (four cache lines); more go to the bucket's overflow vector.
 /// Sixteen rather than eight: synchronized hosts fill buckets past eight often enough that
 /// sorting overflow cost 1.7% of the instructions (cachegrind) and about 3% of the wall time.
@@ -52,8 +58,12 @@ fn boxed<T: Clone, const N: usize>(x: T) -> Box<[T; N]> {
 pub struct EventQueue<E> {
     /// Bucket width: 2^shift picoseconds.
     shift: u32,
-    /// The cursor's absolute bucket: every wheel entry's bucket is in [cur, cur + SLOTS).
+    /// Buckets in the wheel, minus one (a power of two minus one, at most `SLOTS - 1`).
+    mask: u64,
+    /// The cursor's absolute bucket: every wheel entry's bucket is in [cur, cur + mask].
     cur: u64,
+    /// Where the cursor's bucket sits in the arrays (`slot(cur)`, below `SLOTS`), kept for pops.
+    cur_slot: usize,
     /// Bucket b's first `CAP` entries, in one flat array, so the buckets that pushes land in (a
     /// latency ahead, moving forward with time) are consecutive lines rather than scattered
     /// allocations.
@@ -94,11 +104,27 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     }
 
     /// Buckets about `width` picoseconds wide (rounded down to a power of two): a few events
-    /// apart at the densest, e.g. a quarter of the fastest link's ACK serialization.
+    /// apart at the densest, e.g. a quarter of the fastest link's ACK serialization. The wheel
+    /// has its most buckets.
     pub fn with_bucket_ps(width: u64) -> Self {
+        Self::with_span(width, u64::MAX)
+    }
+
+    /// Buckets about `width` picoseconds wide, as in [`EventQueue::with_bucket_ps`], and as
+    /// few as cover `span` picoseconds (a power of two of them, 1,024 to 16,384): events
+    /// further ahead wait in the heap, so `span` should be the furthest ahead most events are
+    /// scheduled, with room to spare.
+    pub fn with_span(width: u64, span: u64) -> Self {
+        let shift = width.max(1).ilog2().min(40);
+        let slots = (span >> shift)
+            .saturating_add(1)
+            .clamp(MIN_SLOTS as u64, SLOTS as u64)
+            .next_power_of_two();
         EventQueue {
-            shift: width.max(1).ilog2().min(40),
+            shift,
+            mask: slots - 1,
             cur: 0,
+            cur_slot: 0,
             inline: boxed([Entry { time: 0, lo: 0 }; CAP]),
             over: boxed(Vec::new()),
             len: boxed(0),
@@ -113,6 +139,17 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
 
     pub fn len(&self) -> usize {
         self.count + self.far.v.len()
+    }
+
+    /// Buckets in the wheel.
+    pub fn wheel_buckets(&self) -> usize {
+        self.mask as usize + 1
+    }
+
+    /// Where absolute bucket `b` sits in the arrays.
+    #[inline(always)]
+    fn slot(&self, b: u64) -> usize {
+        (b & self.mask) as usize % SLOTS
     }
 
     pub fn is_empty(&self) -> bool {
@@ -140,7 +177,7 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     pub fn peek_time(&self) -> Option<SimTime> {
         let wheel = (self.count > 0).then(|| {
             let b = self.next_bucket();
-            let s = b as usize % SLOTS;
+            let s = self.slot(b);
             if b == self.cur {
                 self.get(s, self.head).time
             } else {
@@ -171,11 +208,11 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     #[inline(always)]
     fn insert(&mut self, e: Entry) {
         let abs = (e.time >> self.shift).max(self.cur);
-        if abs - self.cur >= SLOTS as u64 {
+        if abs - self.cur > self.mask {
             self.far.push(e);
             return;
         }
-        let s = abs as usize % SLOTS;
+        let s = self.slot(abs);
         let n = self.len[s] as usize;
         self.len[s] += 1;
         if n == 0 {
@@ -275,7 +312,8 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     #[inline(always)]
     fn enter(&mut self, b: u64) {
         self.cur = b;
-        let s = b as usize % SLOTS;
+        let s = self.slot(b);
+        self.cur_slot = s;
         if self.unsorted[s / 64] & (1 << (s % 64)) != 0 {
             self.sort_bucket(s);
         }
@@ -285,7 +323,7 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     #[inline]
     fn migrate(&mut self) {
         while let Some(e) = self.far.peek() {
-            if (e.time >> self.shift) - self.cur >= SLOTS as u64 {
+            if (e.time >> self.shift) - self.cur > self.mask {
                 break;
             }
             let e = self.far.pop().expect("peeked");
@@ -296,18 +334,19 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     /// The first non-empty slot at or after the cursor, as an absolute bucket (wheel non-empty).
     #[inline]
     fn next_bucket(&self) -> u64 {
-        let start = self.cur as usize % SLOTS;
+        let start = self.cur_slot % SLOTS;
+        let words = self.wheel_buckets() / 64;
         let mut w = start / 64;
         let mut word = self.bits[w] & (!0u64 << (start % 64));
         let mut steps = 0;
         while word == 0 {
-            w = (w + 1) % WORDS;
+            w = (w + 1) % words % WORDS;
             steps += 1;
             word = self.bits[w];
-            debug_assert!(steps <= WORDS, "wheel count out of step with its bitmap");
+            debug_assert!(steps <= words, "wheel count out of step with its bitmap");
         }
         let slot = w * 64 + word.trailing_zeros() as usize;
-        self.cur + ((slot + SLOTS - start) % SLOTS) as u64
+        self.cur + ((slot + self.wheel_buckets() - start) as u64 & self.mask)
     }
 
     /// Removes and returns the earliest event.
@@ -343,13 +382,13 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         }
         // The cursor's bucket, while it holds entries, is the next (nothing in the wheel lies
         // before it, and its absolute bucket is the only one its slot can hold): no bitmap scan.
-        let mut s = self.cur as usize % SLOTS;
+        let mut s = self.cur_slot % SLOTS;
         if self.len[s] == 0 {
             let b = self.next_bucket();
             debug_assert_eq!(self.head, 0);
             self.enter(b);
             self.migrate();
-            s = b as usize % SLOTS;
+            s = self.slot(b);
         }
         let e = self.get(s, self.head);
         if e.time >= limit.0 {
@@ -501,15 +540,67 @@ mod tests {
         assert!(q.is_empty());
     }
 
+    #[test]
+    fn a_wheel_is_the_power_of_two_of_buckets_that_covers_its_span() {
+        // 1,024-ps buckets over 2.67 us (twice a 100 Gb/s, 1 us hop): 2,606 buckets, so 4,096.
+        assert_eq!(
+            EventQueue::<u32>::with_span(1024, 2_668_480).wheel_buckets(),
+            4096
+        );
+        assert_eq!(
+            EventQueue::<u32>::with_span(1000, 4_194_303).wheel_buckets(),
+            8192
+        );
+        assert_eq!(EventQueue::<u32>::with_span(512, 0).wheel_buckets(), 1024);
+        assert_eq!(
+            EventQueue::<u32>::with_span(1, u64::MAX).wheel_buckets(),
+            16384
+        );
+        assert_eq!(
+            EventQueue::<u32>::with_bucket_ps(1024).wheel_buckets(),
+            16384
+        );
+    }
+
+    #[test]
+    fn a_short_wheel_wraps_and_hands_far_events_back_in_order() {
+        // 1,024 buckets of 1 ps: pushes 1,000 to 5,000 ps ahead land in the wheel or the heap
+        // by turns, across hundreds of laps.
+        let mut q = EventQueue::with_span(1, 0);
+        assert_eq!(q.wheel_buckets(), 1024);
+        let mut model = std::collections::BTreeSet::new();
+        let mut rng = 12345u64;
+        let mut next = 0u32;
+        for t in [0u64, 7, 1023, 1024, 1025, 5000] {
+            q.push(SimTime(t), next);
+            model.insert((t, next));
+            next += 1;
+        }
+        while let Some((t, e)) = q.pop() {
+            let want = model.pop_first().expect("the model holds as many");
+            assert_eq!((t.0, e), want);
+            if next < 20_000 {
+                rng = crate::rng::mix64(rng.wrapping_add(next as u64));
+                let d = 1000 + rng % 4001;
+                q.push(SimTime(t.0 + d), next);
+                model.insert((t.0 + d, next));
+                next += 1;
+            }
+        }
+        assert!(model.is_empty());
+    }
+
     proptest! {
         #[test]
         fn matches_a_sorted_list_under_interleaved_pushes_and_pops(
             ops in proptest::collection::vec((0u64..100_000, proptest::bool::ANY), 0..400),
             width in 1u64..5000,
+            span in prop_oneof![Just(u64::MAX), 0u64..40_000_000],
         ) {
             // Each op pushes at now + delta; every other op also pops: the queue must hand out
-            // exactly what a sorted list of (time, event) would.
-            let mut q = EventQueue::with_bucket_ps(width);
+            // exactly what a sorted list of (time, event) would, whatever the wheel's length
+            // (a short one sends most pushes through the heap and back).
+            let mut q = EventQueue::with_span(width, span);
             let mut model: Vec<(u64, u32)> = vec![];
             let mut now = 0u64;
             for (i, (delta, pop)) in ops.iter().enumerate() {
