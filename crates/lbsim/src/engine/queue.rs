@@ -4,14 +4,16 @@
 //! rank (the simulation's zero-delay depth) and the 32-bit event itself break ties between
 //! equal times. Equal keys are equal events, whose order cannot matter. So the order in which
 //! events are pushed never decides the order they pop in, which is what lets a partitioned run
-//! (events handed between threads in batches) pop exactly what a single queue would. Almost every event is scheduled a serialization plus a link
-//! latency ahead, so the set is a calendar: a wheel of buckets of `2^shift` picoseconds each,
-//! with a bitmap of non-empty buckets, covers the near future, and a 4-ary heap holds what lies
-//! beyond it (flow starts, timers, failures). The wheel spans about twice the longest hop and no
-//! more: its buckets are revisited once a lap, and a lap of 16,384 buckets (4 MiB of entries)
-//! fell out of the second-level cache between visits, where 4,096 stay in it. A bucket holds a handful of events, kept
-//! sorted, so push and pop cost a few dozen instructions where a heap of a few thousand entries
-//! spent hundreds on comparisons (measured with callgrind). The order is
+//! (events handed between threads in batches) pop exactly what a single queue would.
+//!
+//! Almost every event is scheduled a serialization plus a link latency ahead, so the set is a
+//! calendar: a wheel of buckets of `2^shift` picoseconds each, with a bitmap of non-empty
+//! buckets, covers the near future, and a 4-ary heap holds what lies beyond it (flow starts,
+//! timers, failures). The wheel spans about twice the longest hop and no more: 4,096 buckets
+//! rather than 16,384 in the benchmark's setting ran it 1.12x faster, though cachegrind's cache
+//! model counts the same misses for both (ARCHITECTURE.md, "The hot path"). A bucket holds a
+//! handful of events, kept sorted, so push and pop cost a few dozen instructions where a heap of
+//! a few thousand entries spent hundreds on comparisons (measured with callgrind). The order is
 //! exactly the heap's: the same (time, rank, event) key decides everywhere.
 
 use crate::time::SimTime;
@@ -335,12 +337,13 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
     #[inline]
     fn next_bucket(&self) -> u64 {
         let start = self.cur_slot % SLOTS;
+        // A power of two, so wrapping is a mask rather than a division.
         let words = self.wheel_buckets() / 64;
         let mut w = start / 64;
         let mut word = self.bits[w] & (!0u64 << (start % 64));
         let mut steps = 0;
         while word == 0 {
-            w = (w + 1) % words % WORDS;
+            w = ((w + 1) & (words - 1)) % WORDS;
             steps += 1;
             word = self.bits[w];
             debug_assert!(steps <= words, "wheel count out of step with its bitmap");
@@ -388,7 +391,7 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
             debug_assert_eq!(self.head, 0);
             self.enter(b);
             self.migrate();
-            s = self.slot(b);
+            s = self.cur_slot % SLOTS;
         }
         let e = self.get(s, self.head);
         if e.time >= limit.0 {

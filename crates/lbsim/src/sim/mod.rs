@@ -292,7 +292,7 @@ fn cc_ctx(
 /// The event calendar's bucket width and span, in picoseconds. Buckets are a fraction of the
 /// fastest link's ACK time (a few events each). The span is twice the longest hop, a link's
 /// latency plus a full packet's serialization on it, which is as far ahead as arrivals (most
-/// events) are ever scheduled: a longer wheel only spreads its entries over more memory.
+/// events) are ever scheduled: a longer wheel ran slower (ARCHITECTURE.md, "The hot path").
 fn calendar_shape(
     topo: &crate::net::Topology,
     pk: &crate::net::config::PacketConfig,
