@@ -152,9 +152,11 @@ fn scheme_options_reach_their_policies() {
     );
     assert!(eager < 0.9 * plb, "{eager} {plb}");
     // A zero flowlet gap makes every packet a flowlet: per-packet shortest queue (sticky on ties).
+    // (1.99 against 2.99 here; the sender that flooded its NIC until the completion ACK made
+    // the flow-level figure 4.34, with ECMP-like collisions wasting the links it shared.)
     let flowlet = ratio("flowlet_ar", &[]);
     let zero = ratio("flowlet_ar", &["load_balancing.flowlet_gap_us=0"]);
-    assert!(zero < 0.5 * flowlet, "{zero} {flowlet}");
+    assert!(zero < 0.75 * flowlet, "{zero} {flowlet}");
     // Stale AR bins still finish, and differ from fresh ones.
     let fresh = lbsim::run(with_scheme("switch_ar", &perm)).summary;
     let stale = lbsim::run(with_scheme(

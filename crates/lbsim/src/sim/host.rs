@@ -69,6 +69,10 @@ pub(super) struct Hosts {
     pace_rate: BitsPerSec,
     /// No-ACK time after which a host policy hears `on_timeout`.
     rto: SimTime,
+    /// The idealized sender's completion timer: a sender whose packets cover its message and
+    /// that hears neither the completion nor any ACK for this long (the fabric's longest base
+    /// round trip) takes every unanswered packet as lost and sends as many new ones.
+    probe_after: SimTime,
     /// Flows keep a retransmission / no-progress timer.
     timers: bool,
     /// Starts each flow still waits for (`Dependencies::waits`; empty when none waits twice).
@@ -119,6 +123,7 @@ impl Hosts {
             ack_bytes: pk.ack_bytes,
             pace_rate,
             rto: sc.rto,
+            probe_after: longest_base_rtt(sc),
             timers: st.reliable() || !sc.failures.is_empty(),
             start_waits: sc.deps.waits.clone(),
             eqds: st.cc == CcKind::Eqds,
@@ -133,6 +138,44 @@ impl Hosts {
             paths: None,
             owned: None,
         }
+    }
+
+    /// The fast path's timer: the host policy's no-ACK timeout (with failures) and the completion
+    /// timer of a sender whose packets cover its message, whichever is due first.
+    fn on_fast_timer(&mut self, e: &mut Env, f: FlowId) {
+        let now = e.cx.now;
+        let flow = &mut e.flows[f.idx()];
+        if flow.sender_done || now != flow.timer_at {
+            return;
+        }
+        let probe = flow
+            .covered(self.mss)
+            .then(|| flow.last_ack.max(flow.covered_at) + self.probe_after);
+        let policy = self.timers.then(|| flow.last_ack + self.rto);
+        let Some(due) = probe.into_iter().chain(policy).min() else {
+            return;
+        };
+        if now < due {
+            e.cx.push(flow.arm_timer(due), Event::FlowTimer(f));
+            return;
+        }
+        let mut next = policy;
+        if policy.is_some_and(|d| d <= now) {
+            flow.timeouts += 1;
+            next = Some(now + self.rto);
+            self.lbs.on_timeout(f, now);
+        }
+        let flow = &mut e.flows[f.idx()];
+        if probe.is_some_and(|d| d <= now) {
+            // As a retransmission timeout declares everything outstanding lost; an ACK that
+            // still comes for one of them takes its hole back. The timer is armed again when
+            // the new packets have gone and the sender stops.
+            flow.give_up_outstanding();
+        }
+        if let Some(at) = next {
+            e.cx.push(flow.arm_timer(at), Event::FlowTimer(f));
+        }
+        self.wake_flow(e, f, false);
     }
 
     /// Host `h` looks at its ring at `cx.now` (its flows' rates changed).
@@ -200,6 +243,9 @@ impl Hosts {
     /// `on_timeout` and loss recovery declares everything outstanding lost. Re-arms itself until
     /// the flow is done.
     pub(super) fn on_flow_timer(&mut self, e: &mut Env, f: FlowId) {
+        if e.flows[f.idx()].tx.is_none() {
+            return self.on_fast_timer(e, f);
+        }
         let now = e.cx.now;
         let flow = &mut e.flows[f.idx()];
         let Some(due) = flow.poll_timeout(self.rto) else {
@@ -333,6 +379,16 @@ impl Hosts {
                     host.active.push_back(f);
                 }
                 Transmit::Finished | Transmit::Blocked => e.flows[f.idx()].leave_ring(),
+                Transmit::Covered => {
+                    let flow = &mut e.flows[f.idx()];
+                    flow.leave_ring();
+                    flow.covered_at = now;
+                    let due = flow.last_ack.max(now) + self.probe_after;
+                    // A pending timer due sooner looks again then.
+                    if flow.timer_at <= now || flow.timer_at > due {
+                        e.cx.push(flow.arm_timer(due), Event::FlowTimer(f));
+                    }
+                }
             }
         };
         host.active.push_back(f);
@@ -466,7 +522,10 @@ impl Hosts {
                 }
                 got.repaced = flow.repace(now);
                 got.timer = flow.sooner_timer(self.rto).map(|t| (f, t));
-                got.wake = Some(f);
+                // An idealized sender still covered has nothing to send for this ACK.
+                if flow.tx.is_some() || !flow.covered(self.mss) {
+                    got.wake = Some(f);
+                }
             }
             PacketKind::Nack => {
                 e.cx.counters.acks_delivered += 1;
@@ -498,4 +557,20 @@ impl Hosts {
         }
         got
     }
+}
+
+/// The base round trip of the fabric's longest path (first host to last): a full data packet
+/// out and an ACK back, serialized at every hop, plus the propagation both ways.
+fn longest_base_rtt(sc: &Scenario) -> SimTime {
+    let hosts = sc.topology.hosts;
+    if hosts < 2 {
+        return SimTime(1);
+    }
+    let pk = &sc.settings.packet;
+    let path = sc.topology.path(HostId(0), HostId(hosts - 1));
+    let mtu = (pk.payload_bytes + pk.header_bytes) as u64;
+    let ser = path.rates.iter().fold(SimTime::ZERO, |t, r| {
+        t + r.serialization(mtu) + r.serialization(pk.ack_bytes as u64)
+    });
+    (ser + path.latency + path.latency).max(SimTime(1))
 }

@@ -18,6 +18,9 @@ pub enum Transmit {
     PacedUntil(SimTime),
     /// Its window, credit or loss recovery holds it back until an ACK, credit or timeout.
     Blocked,
+    /// The idealized sender's packets cover the message: it waits for the completion, an ACK
+    /// that shows a hole, or a probe when neither comes within a round trip.
+    Covered,
     /// This packet may go now.
     Ready(Next),
 }
@@ -48,6 +51,9 @@ impl Flow {
             return Transmit::PacedUntil(self.next_send);
         }
         let Some(tx) = &mut self.tx else {
+            if self.covered(mss) {
+                return Transmit::Covered;
+            }
             return Transmit::Ready(Next {
                 seq: self.next_seq,
                 payload: self.next_payload(mss),
@@ -166,6 +172,9 @@ impl Flow {
     pub fn on_ack(&mut self, p: &Packet, now: SimTime) -> bool {
         self.last_ack = now;
         let mut done = p.done;
+        if self.tx.is_none() {
+            self.note_ack(p.xmit);
+        }
         if let Some(tx) = &mut self.tx {
             let o = tx.on_ack(p.xmit, p.seq, now, p.sent_at);
             if tx.lr == LossRecoveryKind::GoBackN && self.next_seq < tx.snd_una {
@@ -402,6 +411,53 @@ mod tests {
             payload: 0,
             ..*p
         }
+    }
+
+    /// The idealized fast path (no scoreboard) sends its message once, then one packet per
+    /// hole below its highest ACK, and nothing past that.
+    #[test]
+    fn the_idealized_sender_stops_once_its_packets_less_holes_cover_the_message() {
+        let spec = FlowSpec {
+            src: HostId(0),
+            dst: HostId(1),
+            size_bytes: 3 * MSS as u64 - 10,
+            start: SimTime::ZERO,
+        };
+        let mut f = Flow::new(spec, Cc::CONSTANT);
+        let t = SimTime::from_us(1);
+        let mut send = |f: &mut Flow| match f.poll_transmit(t, MSS) {
+            Transmit::Ready(n) => {
+                f.on_transmit(n, t, n.payload + 62, None);
+                true
+            }
+            other => {
+                assert_eq!(other, Transmit::Covered);
+                false
+            }
+        };
+        let sent = |f: &mut Flow, send: &mut dyn FnMut(&mut Flow) -> bool| {
+            let mut n = 0;
+            while send(f) {
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(sent(&mut f, &mut send), 3);
+        // The ACK of transmission 2 overtakes 0 and 1: two holes, two more packets.
+        let mut ack = ack_of(&data(0, PacketKind::Data, false), 0, false);
+        ack.xmit = 2;
+        assert!(!f.on_ack(&ack, t));
+        assert_eq!(sent(&mut f, &mut send), 2);
+        // 0's ACK was late, not lost: a hole closes and nothing more goes.
+        ack.xmit = 0;
+        f.on_ack(&ack, t);
+        assert_eq!((f.holes, sent(&mut f, &mut send)), (1, 0));
+        // The completion stops the sender for good.
+        ack.xmit = 4;
+        ack.done = true;
+        assert!(f.on_ack(&ack, t));
+        assert_eq!(f.poll_transmit(t, MSS), Transmit::Finished);
+        assert_eq!(f.data_packets_sent, 5);
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //!
 //! The study's idealized stack is the default and the fast path: congestion control is a
 //! constant rate (`rate_coef` x line rate, shared round-robin by the host's active flows, see
-//! `crate::sim`), and loss recovery is zero-overhead rateless erasure coding: the sender keeps
-//! sending new packets until an ACK says the receiver holds as many bytes as the message, so a
-//! lost packet costs only its slot. Such a flow carries no scoreboard at all. Every data packet is
+//! `crate::sim`), and loss recovery is zero-overhead rateless erasure coding: a lost packet
+//! costs only its slot. The sender sends new packets until the packets sent, less those it takes
+//! as lost (the holes below its highest ACK), cover the message; then it waits for the ACK that
+//! says the receiver holds the message, sending one more packet only when no ACK comes within
+//! the fabric's base round trip (its ACK shows any lost tail as holes). Such a flow keeps two
+//! counters and no scoreboard. Every data packet is
 //! ACKed; ACKs echo the ECN mark, the entropy and the send time for the adaptive schemes.
 
 pub mod cc;
@@ -98,6 +101,12 @@ pub struct Flow {
     pub sender_done: bool,
     /// Sender: the flow is in its host's round-robin ring (it leaves it while it may not send).
     pub in_ring: bool,
+    /// Fast path: one past the highest transmission an ACK has answered.
+    pub xmit_hi: u32,
+    /// Fast path: transmissions below `xmit_hi` not answered, taken as lost (as the study's
+    /// sender takes the holes below its highest ACK). The sender stops once its packets less
+    /// these cover the message.
+    pub holes: u32,
     // Cold.
     /// Congestion control; `Constant` whenever `tx` is None.
     pub cc: Cc,
@@ -111,6 +120,8 @@ pub struct Flow {
     pub retransmissions: u64,
     /// When the simulation's pending timer event for this flow is due ([`Flow::arm_timer`]).
     pub timer_at: SimTime,
+    /// Fast path: when the sender last found its packets covered the message and stopped.
+    pub covered_at: SimTime,
 }
 
 impl Flow {
@@ -139,6 +150,9 @@ impl Flow {
             last_cnp: None,
             retransmissions: 0,
             timer_at: SimTime::ZERO,
+            xmit_hi: 0,
+            holes: 0,
+            covered_at: SimTime::ZERO,
         }
     }
 
@@ -164,6 +178,8 @@ impl Flow {
             next_seq: _,
             sender_done: _,
             in_ring: _,
+            xmit_hi: _,
+            holes: _,
             cc: _,
             spec: _,
             packets_dropped,
@@ -171,6 +187,7 @@ impl Flow {
             timeouts: _,
             retransmissions: _,
             timer_at: _,
+            covered_at: _,
         } = self;
         if let Some(r) = rx {
             *recv_bytes = r.recv_bytes;
@@ -202,6 +219,35 @@ impl Flow {
     /// Number of data packets the message needs without loss.
     pub fn packets_needed(size: u64, mss: u32) -> u64 {
         size.div_ceil(mss as u64)
+    }
+
+    /// Fast path: every message byte went out once and the packets sent less the ones taken as
+    /// lost cover the message, so a new packet could only be a copy of one already on its way.
+    #[inline]
+    pub fn covered(&self, mss: u32) -> bool {
+        self.unsent == 0
+            && self.data_packets_sent
+                >= Flow::packets_needed(self.size, mss).max(1) + self.holes as u64
+    }
+
+    /// Fast path: the completion timer fired; every transmission not answered is taken as lost.
+    #[cold]
+    pub fn give_up_outstanding(&mut self) {
+        let sent = self.data_packets_sent as u32;
+        self.holes = self.holes.saturating_add(sent.saturating_sub(self.xmit_hi));
+        self.xmit_hi = self.xmit_hi.max(sent);
+    }
+
+    /// Fast path: an ACK answered transmission `xmit`. Unanswered transmissions it overtook
+    /// become holes; an ACK that fills a hole (it was late, not lost) takes one back.
+    #[inline]
+    pub fn note_ack(&mut self, xmit: u32) {
+        if xmit >= self.xmit_hi {
+            self.holes = self.holes.saturating_add(xmit - self.xmit_hi);
+            self.xmit_hi = xmit + 1;
+        } else {
+            self.holes = self.holes.saturating_sub(1);
+        }
     }
 
     /// Starts the flow at `now` and puts it in its host's ring; false if it had started already

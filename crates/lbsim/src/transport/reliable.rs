@@ -15,7 +15,9 @@
 //!   unacknowledged one on a timeout.
 //! - `erasure` never resends: any n of the n + k coded packets decode the message, and a timeout
 //!   after the sender has run out of coded packets allows as many more as are still missing.
-//! - `ideal_erasure` with a windowed CC only needs the losses to release the window.
+//! - `ideal_erasure` with a windowed CC only needs the losses to release the window; it sends
+//!   the message's packets and one new packet per loss declared, then waits (the timer covers
+//!   a lost tail).
 //!
 //! The timer is SRTT + 4 RTTVAR (RFC 6298) floored at `transport.rto_us`, doubling on
 //! consecutive timeouts when `transport.rto_backoff` is on.
@@ -169,8 +171,9 @@ impl Sender {
         credit: Option<u32>,
     ) -> Sender {
         let packets = size.div_ceil(mss as u64).max(1).min(u32::MAX as u64 / 2) as u32;
+        // Ideal erasure sends one new packet per loss declared (`lose`), not until the ACK of
+        // completion returns: the packets sent less the losses cover the message.
         let limit = match lr {
-            LossRecoveryKind::IdealErasure => u32::MAX,
             LossRecoveryKind::Erasure => packets.saturating_add(extra),
             _ => packets,
         };
@@ -488,6 +491,9 @@ impl Sender {
 
     fn lose(&mut self, t: Tx, o: &mut Outcome) {
         self.inflight -= t.payload as u64;
+        if self.lr == LossRecoveryKind::IdealErasure {
+            self.limit = self.limit.saturating_add(1);
+        }
         o.lost += 1;
         o.lost_bytes += t.payload as u64;
         if matches!(self.lr, LossRecoveryKind::Sack | LossRecoveryKind::Trim)
