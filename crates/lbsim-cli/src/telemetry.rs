@@ -41,7 +41,15 @@ impl Table {
             File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?,
         );
         let writer = match format {
-            TelemetryFormat::Csv => Writer::Csv(csv::Writer::from_writer(file)),
+            TelemetryFormat::Csv => {
+                // The header goes first, so a table without rows (a run that dropped nothing)
+                // still names its columns.
+                let mut w = csv::WriterBuilder::new()
+                    .has_headers(false)
+                    .from_writer(file);
+                w.write_record(column_names(name))?;
+                Writer::Csv(w)
+            }
             #[cfg(feature = "parquet")]
             TelemetryFormat::Parquet => {
                 let props = parquet::file::properties::WriterProperties::builder()
