@@ -93,6 +93,37 @@ fn run_writes_summary_and_flows_deterministically() {
 }
 
 #[test]
+fn jobs_scenarios_are_labelled_by_their_jobs_not_the_default_workload() {
+    // Two ring all-reduces side by side: nothing of the default [workload] (a permutation) runs.
+    let d = tmpdir("jobs-label");
+    let scn = d.join("jobs.toml");
+    std::fs::write(
+        &scn,
+        "[topology]\nk = 4\n\
+         [[jobs]]\nkind = \"ring_allreduce\"\ngroup_size = 8\nmessage_bytes = 64000\n\
+         [[jobs]]\nkind = \"ring_allreduce\"\ngroup_size = 8\nfirst_host = 8\nmessage_bytes = 64000\n",
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = lbsim(&[
+        "run",
+        scn.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["workload"], "ring_allreduce+ring_allreduce");
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        line.contains("ring_allreduce+ring_allreduce") && !line.contains("permutation"),
+        "{line}"
+    );
+}
+
+#[test]
 fn compare_prints_a_row_per_scheme_and_writes_per_scheme_dirs() {
     let d = tmpdir("compare");
     let o = lbsim(&[
