@@ -91,10 +91,14 @@ enum Cmd {
         #[arg(long)]
         links: bool,
     },
-    /// Print the scenario (defaults filled in, overrides applied) as TOML.
+    /// Print the scenario (defaults filled in, overrides applied) as TOML, its file paths
+    /// absolute.
     Show {
         #[command(flatten)]
         scenario: ScenarioArgs,
+        /// Write it to FILE instead, its file paths relative to FILE's directory.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
     /// Mean switch queue against message length per scheme, and the log-log slope.
     QueueScaling {
@@ -293,10 +297,18 @@ fn real_main(cli: Cli) -> Result<()> {
             print!("{}", output::topology(&sc, links));
             Ok(())
         }
-        Cmd::Show { scenario } => {
-            let (file, origin) = load_file(&scenario)?;
+        Cmd::Show { scenario, out } => {
+            let (mut file, origin) = load_file(&scenario)?;
             build(file.clone(), &origin)?;
-            print!("{}", output::show(&file));
+            // Standard output may be saved anywhere, so its paths are absolute; a file written
+            // here can carry paths relative to itself.
+            let base = out.as_deref().map(|f| f.parent().unwrap_or(Path::new("")));
+            output::show_paths(&mut file, &origin, base)?;
+            let text = output::show(&file);
+            match &out {
+                Some(f) => output::write_atomic(f, text.as_bytes())?,
+                None => print!("{text}"),
+            }
             Ok(())
         }
         Cmd::QueueScaling {

@@ -1,7 +1,7 @@
 //! Output formats: summary.json, flows.csv (written atomically), and the text tables.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use lbsim::{lb, RunOutput, Scenario, Summary};
@@ -397,6 +397,93 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
         }
     }
     text
+}
+
+/// Rewrites the scenario's paths (`topology.htsim_topo`, the workload's and each job's `path`)
+/// for `show`'s output: resolved as the run reads them (against the scenario file's directory,
+/// `origin`), then made relative to `base`, the directory the output is written to, or absolute
+/// when there is none (standard output, which may be saved anywhere).
+pub fn show_paths(
+    file: &mut lbsim::ScenarioFile,
+    origin: &lbsim::Origin,
+    base: Option<&Path>,
+) -> Result<()> {
+    let base = match base {
+        Some(b) => {
+            let b = if b.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                b
+            };
+            Some(
+                b.canonicalize()
+                    .with_context(|| format!("cannot resolve directory {}", b.display()))?,
+            )
+        }
+        None => None,
+    };
+    let rewrite = |p: &mut PathBuf| -> Result<()> {
+        let read = match (&origin.dir, p.is_relative()) {
+            (Some(dir), true) => dir.join(&*p),
+            _ => p.clone(),
+        };
+        let real = real_path(&read)?;
+        *p = match &base {
+            Some(b) => relative_to(b, &real),
+            None => real,
+        };
+        Ok(())
+    };
+    if let Some(p) = &mut file.topology.htsim_topo {
+        rewrite(p)?;
+    }
+    for w in std::iter::once(&mut file.workload).chain(file.jobs.iter_mut()) {
+        if let Some(p) = &mut w.path {
+            rewrite(p)?;
+        }
+    }
+    Ok(())
+}
+
+/// `p` absolute with symbolic links resolved; a path naming no file (a Chakra `NAME` prefix)
+/// resolves its directory.
+fn real_path(p: &Path) -> Result<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Ok(c);
+    }
+    if let (Some(dir), Some(name)) = (p.parent(), p.file_name()) {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(c) = dir.canonicalize() {
+            return Ok(c.join(name));
+        }
+    }
+    std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))
+}
+
+/// `target` as a path relative to the directory `base` (both absolute and resolved); `target`
+/// itself when they share no root (another drive).
+fn relative_to(base: &Path, target: &Path) -> PathBuf {
+    let b: Vec<_> = base.components().collect();
+    let t: Vec<_> = target.components().collect();
+    let common = b.iter().zip(&t).take_while(|(x, y)| x == y).count();
+    if common == 0 {
+        return target.to_path_buf();
+    }
+    let mut r = PathBuf::new();
+    for _ in common..b.len() {
+        r.push("..");
+    }
+    for c in &t[common..] {
+        r.push(c);
+    }
+    if r.as_os_str().is_empty() {
+        r.push(".");
+    }
+    r
 }
 
 /// A partitioned run's window statistics (stderr, with `--threads`): what the scaling model

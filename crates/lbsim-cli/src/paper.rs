@@ -953,6 +953,7 @@ fn findings(out: &Path) -> Result<(Vec<Finding>, String)> {
                     msizes
                         .iter()
                         .map(|m| match behind(m) {
+                            Some(d) if d.abs() < TIE7 => format!("{m} B: {d:+.4} (tie)"),
                             Some(d) => format!("{m} B: {d:+.3}"),
                             None => format!("{m} B: -"),
                         })
@@ -960,7 +961,7 @@ fn findings(out: &Path) -> Result<(Vec<Finding>, String)> {
                         .join(", ")
                 ),
                 format!(
-                    "judged in two parts, differences under {TIE7} counting as ties: the spread at the largest message below the smallest's ({}); REPS further behind host_spray at the largest message than at the one before ({})",
+                    "judged in two parts, every difference under {TIE7} a tie (no difference), so no part rests on one: the spread at the largest message below the smallest's by more than {TIE7} ({}); REPS behind host_spray by {TIE7} or more at the largest message, and by {TIE7} more than at the one before ({})",
                     match gaps7 {
                         Some(true) => "holds",
                         Some(false) => "does not hold",
@@ -989,17 +990,22 @@ const TIE7: f64 = 0.005;
 
 /// Finding 7 in two parts, from the spread per message size (ascending) and REPS's CCT/bound
 /// minus host_spray's per size: the spread at the largest message below the smallest's, and
-/// REPS further behind host_spray (the same spraying without recycling) at the largest message
-/// than at the one before. Returns the verdict and each part (None: no data).
+/// REPS behind host_spray (the same spraying without recycling) at the largest message and
+/// further behind than at the one before, each difference under TIE7 counting as none. Returns
+/// the verdict and each part (None: no data).
 fn message_size_verdict(
     spreads: &[f64],
     behind: &[Option<f64>],
 ) -> (&'static str, Option<bool>, Option<bool>) {
     let gaps = (spreads.len() >= 2).then(|| spreads[spreads.len() - 1] < spreads[0] - TIE7);
+    // No part may rest on a tie: each difference under TIE7 counts as none before the two are
+    // compared, and REPS must be behind host_spray at the largest message at all.
+    let untied = |d: f64| if d.abs() < TIE7 { 0.0 } else { d };
     let reps = match behind.len() {
         n if n >= 2 => behind[n - 1]
             .zip(behind[n - 2])
-            .map(|(last, before)| last > before + TIE7),
+            .map(|(last, before)| (untied(last), untied(before)))
+            .map(|(last, before)| last > 0.0 && last > before + TIE7),
         _ => None,
     };
     let v = match (gaps, reps) {
@@ -1673,6 +1679,24 @@ mod tests {
         assert_eq!(reps, Some(false));
         let (v, _, reps) = message_size_verdict(&[0.08, 0.05], &[Some(0.0), None]);
         assert_eq!((reps, v.starts_with("INCONCLUSIVE")), (None, true));
+    }
+
+    #[test]
+    fn finding_7_rests_no_verdict_on_differences_under_the_tie() {
+        // Small scale: REPS - host_spray is -0.0048 at 1 MiB and +0.0027 at 4 MiB, both ties;
+        // their change (0.0075) exceeds the tie but REPS is behind host_spray at neither.
+        let (_, _, reps) =
+            message_size_verdict(&[0.08, 0.05], &[Some(0.0), Some(-0.0048), Some(0.0027)]);
+        assert_eq!(reps, Some(false));
+        // A tie before and a clear lag at the largest message is a worsening.
+        let (_, _, reps) = message_size_verdict(&[0.08, 0.05], &[Some(-0.0048), Some(0.006)]);
+        assert_eq!(reps, Some(true));
+        // A lead that shrinks is no lag: REPS is still ahead at the largest message.
+        let (_, _, reps) = message_size_verdict(&[0.08, 0.05], &[Some(-0.03), Some(-0.01)]);
+        assert_eq!(reps, Some(false));
+        // Spreads that are themselves ties (all packet schemes equal) do not shrink.
+        let (_, gaps, _) = message_size_verdict(&[0.0049, 0.0], &[Some(0.0), Some(0.0)]);
+        assert_eq!(gaps, Some(false));
     }
 
     #[test]

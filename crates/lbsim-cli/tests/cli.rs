@@ -93,6 +93,37 @@ fn run_writes_summary_and_flows_deterministically() {
 }
 
 #[test]
+fn jobs_scenarios_are_labelled_by_their_jobs_not_the_default_workload() {
+    // Two ring all-reduces side by side: nothing of the default [workload] (a permutation) runs.
+    let d = tmpdir("jobs-label");
+    let scn = d.join("jobs.toml");
+    std::fs::write(
+        &scn,
+        "[topology]\nk = 4\n\
+         [[jobs]]\nkind = \"ring_allreduce\"\ngroup_size = 8\nmessage_bytes = 64000\n\
+         [[jobs]]\nkind = \"ring_allreduce\"\ngroup_size = 8\nfirst_host = 8\nmessage_bytes = 64000\n",
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = lbsim(&[
+        "run",
+        scn.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["workload"], "ring_allreduce+ring_allreduce");
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        line.contains("ring_allreduce+ring_allreduce") && !line.contains("permutation"),
+        "{line}"
+    );
+}
+
+#[test]
 fn compare_prints_a_row_per_scheme_and_writes_per_scheme_dirs() {
     let d = tmpdir("compare");
     let o = lbsim(&[
@@ -296,6 +327,49 @@ fn connection_matrix_runs_relative_to_scenario_file() {
         .nth(2)
         .unwrap()
         .starts_with("2,5,0,65536,1000000,"));
+}
+
+fn lbsim_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("lbsim runs")
+}
+
+#[test]
+fn show_output_reads_back_to_the_same_run_wherever_it_is_saved() {
+    let d = tmpdir("show-paths");
+    for sub in ["cm", "show"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    std::fs::write(
+        d.join("cm/multi.cm"),
+        "Nodes 16\nConnections 2\n0->5 id 1 start 0 size 65536\n5->0 id 2 start 1000000 size 65536\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("cm/scn.toml"),
+        "[topology]\nk = 4\n[workload]\nkind = \"connection_matrix\"\npath = \"multi.cm\"\n",
+    )
+    .unwrap();
+    let flows = |scenario: &str, out: &str| {
+        let o = lbsim_in(&d, &["run", scenario, "--quiet", "--out", out]);
+        assert!(o.status.success(), "{scenario}: {}", stderr(&o));
+        std::fs::read_to_string(d.join(out).join("flows.csv")).unwrap()
+    };
+    let original = flows("cm/scn.toml", "r0");
+    // Printed: saved anywhere, its paths still name the files the original read.
+    let o = lbsim_in(&d, &["show", "cm/scn.toml"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(d.join("show/s.toml"), &o.stdout).unwrap();
+    assert_eq!(flows("show/s.toml", "r1"), original);
+    // Written with --out: paths relative to the written file, so the two move together.
+    let o = lbsim_in(&d, &["show", "cm/scn.toml", "--out", "show/rel.toml"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rel = std::fs::read_to_string(d.join("show/rel.toml")).unwrap();
+    assert!(rel.contains("\npath = \"../cm/multi.cm\"\n"), "{rel}");
+    assert_eq!(flows("show/rel.toml", "r2"), original);
 }
 
 /// Every field of summary.json, flows.csv and collectives.csv has a row (or a mention) in the

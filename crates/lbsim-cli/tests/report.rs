@@ -192,6 +192,74 @@ fn report_of_a_run_and_of_a_compare_directory() {
 }
 
 #[test]
+fn compare_report_says_which_runs_did_not_finish_and_draws_them_hollow() {
+    let d = tmpdir("unfinished");
+    let compare = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "compare",
+            "--set",
+            "topology.k=4",
+            "--set",
+            "workload.message_bytes=65536",
+            "--schemes",
+            "ecmp,host_spray",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        ok(&lbsim(&args));
+    };
+    let (cmp, cap) = (d.join("cmp"), d.join("cap"));
+    compare(&cmp, &[]);
+    compare(&cap, &["--set", "end_time_us=1"]);
+    // ecmp finished, host_spray stopped at 1 us with no flow done.
+    for f in ["summary.json", "flows.csv"] {
+        std::fs::copy(
+            cap.join("host_spray").join(f),
+            cmp.join("host_spray").join(f),
+        )
+        .unwrap();
+    }
+    let s: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cmp.join("host_spray/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(s["cct_ps"].is_null() && s["flows_completed"] == 0, "{s}");
+    let end_over_bound = s["end_ps"].as_f64().unwrap() / s["lower_bound_ps"].as_f64().unwrap();
+    let shown = format!("{end_over_bound:.3}");
+    let html_path = d.join("cmp.html");
+    ok(&lbsim(&[
+        "report",
+        cmp.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(
+        html.contains("<b>1 of 2 runs did not finish</b> (host_spray: 0 of 16 flows by 1.000 us)"),
+        "{html}"
+    );
+    assert!(html.contains("<td>unfinished</td>"), "{html}");
+    assert!(
+        html.contains(&format!("<td>at least {shown} (end / bound)</td>")),
+        "{html}"
+    );
+    // The bar is there, hollow, at the end over the bound.
+    let bar = html
+        .split("<rect ")
+        .find(|r| r.contains("<title>host_spray:"))
+        .expect("a bar for host_spray");
+    assert!(bar.contains("fill=\"white\""), "{bar}");
+    assert!(
+        bar.contains(&format!(
+            "host_spray: {} (unfinished: end over bound, a lower estimate)",
+            shown.trim_end_matches('0')
+        )),
+        "{bar}"
+    );
+}
+
+#[test]
 fn run_report_shows_telemetry_from_parquet_and_csv_alike() {
     let d = tmpdir("tel");
     let scenario = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

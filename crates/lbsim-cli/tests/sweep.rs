@@ -68,6 +68,71 @@ fn figures(dir: &Path) -> Vec<Vec<String>> {
     rows
 }
 
+/// summary.json's top-level numbers as written (`  "key": 1.25,`), by key.
+fn json_number_texts(summary: &str) -> Vec<(String, String)> {
+    summary
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.strip_prefix("  \"")?.split_once("\": ")?;
+            let v = v.trim_end_matches(',');
+            v.parse::<f64>()
+                .is_ok()
+                .then(|| (k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn results_csv_numbers_are_summary_json_numbers_digit_for_digit() {
+    let d = tmpdir("float-text");
+    let f = write(
+        &d,
+        "s.toml",
+        "[base.topology]\nk = 4\n[base.workload]\nmessage_bytes = 65536\n\
+         [grid]\n\"load_balancing.scheme\" = [\"ecmp\", \"host_spray\"]\n",
+    );
+    let out = d.join("out");
+    ok(&lbsim(&[
+        "sweep",
+        &f,
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]));
+    // A ratio whose nearest-double text a fast float parser reads one unit off (...365).
+    let run = out.join("points/p0001/seed-1/summary.json");
+    let text = std::fs::read_to_string(&run).unwrap();
+    let (_, cob) = json_number_texts(&text)
+        .into_iter()
+        .find(|(k, _)| k == "cct_over_bound")
+        .unwrap();
+    let text = text.replacen(
+        &format!("\"cct_over_bound\": {cob}"),
+        "\"cct_over_bound\": 1.0662604093400363",
+        1,
+    );
+    std::fs::write(&run, text).unwrap();
+    ok(&lbsim(&["sweep", "--collect", out.to_str().unwrap()]));
+    let mut rd = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    let mut compared = 0;
+    for (row, point) in rows.iter().zip(["p0000", "p0001"]) {
+        let summary =
+            std::fs::read_to_string(out.join("points").join(point).join("seed-1/summary.json"))
+                .unwrap();
+        for (k, v) in json_number_texts(&summary) {
+            let i = h.iter().position(|c| *c == k).unwrap();
+            assert_eq!(row[i], v, "{point} {k}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 20, "{compared}");
+    let i = h.iter().position(|c| c == "cct_over_bound").unwrap();
+    assert_eq!(&rows[1][i], "1.0662604093400363");
+}
+
 #[test]
 fn sweep_writes_one_row_per_point_and_seed_deterministically() {
     let d = tmpdir("rows");

@@ -105,8 +105,9 @@ fn show(
     table: Option<&Bound<'_, PyDict>>,
     sets: Vec<String>,
 ) -> PyResult<String> {
-    let (file, origin) = load(path, table, &sets)?;
+    let (mut file, origin) = load(path, table, &sets)?;
     build(file.clone(), &origin, true)?;
+    lbsim_cli::output::show_paths(&mut file, &origin, None).map_err(scenario_error)?;
     Ok(lbsim_cli::output::show(&file))
 }
 

@@ -167,6 +167,22 @@ impl RunData {
         self.summary.get(k).and_then(Value::as_f64)
     }
 
+    /// Flows done and in all, when the run did not finish them all.
+    fn unfinished(&self) -> Option<(f64, f64)> {
+        let (done, all) = (self.num("flows_completed")?, self.num("flows")?);
+        (done < all).then_some((done, all))
+    }
+
+    /// CCT over the bound, or for an unfinished run its end over the bound (a lower estimate),
+    /// and whether the run finished.
+    fn cct_ratio(&self) -> Option<(f64, bool)> {
+        if let Some(v) = self.num("cct_over_bound") {
+            return Some((v, true));
+        }
+        let (end, lb) = (self.num("end_ps")?, self.num("lower_bound_ps")?);
+        (lb > 0.0).then(|| (end / lb, false))
+    }
+
     fn text(&self, k: &str) -> String {
         match self.summary.get(k) {
             Some(Value::String(s)) => s.clone(),
@@ -202,6 +218,7 @@ pub fn render(dir: &Path, dirs: &[PathBuf]) -> Result<String> {
         esc(&first.text("seed")),
         esc(&dir.display().to_string())
     );
+    unfinished_note(&mut o, &runs);
     summary_table(&mut o, &runs);
     if compare {
         cct_bars(&mut o, &runs);
@@ -217,6 +234,33 @@ pub fn render(dir: &Path, dirs: &[PathBuf]) -> Result<String> {
     );
     o.push_str("</body></html>\n");
     Ok(o)
+}
+
+/// Runs that did not finish have no CCT: say which, how far they got, and what stands in.
+fn unfinished_note(o: &mut String, runs: &[RunData]) {
+    let left: Vec<String> = runs
+        .iter()
+        .filter_map(|r| {
+            let (done, all) = r.unfinished()?;
+            let end = r
+                .num("end_ps")
+                .map_or(String::new(), |e| format!(" by {:.3} us", e / 1e6));
+            Some(format!("{}: {done:.0} of {all:.0} flows{end}", r.name))
+        })
+        .collect();
+    if left.is_empty() {
+        return;
+    }
+    let head = if runs.len() == 1 {
+        "The run did not finish".to_string()
+    } else {
+        format!("{} of {} runs did not finish", left.len(), runs.len())
+    };
+    let _ = writeln!(
+        o,
+        "<p><b>{head}</b> ({}): no CCT; CCT / bound reads at least the end over the bound (a lower estimate), drawn hollow.</p>",
+        esc(&left.join("; "))
+    );
 }
 
 fn summary_table(o: &mut String, runs: &[RunData]) {
@@ -256,6 +300,15 @@ fn summary_table(o: &mut String, runs: &[RunData]) {
                 Some(v) if k == "wall_seconds" => format!("{v:.2}"),
                 Some(v) if v.fract() != 0.0 => format!("{v:.1}"),
                 Some(v) => format!("{v:.0}"),
+                // Null: no flow (or not every flow) finished, so there is no such figure.
+                None if r.summary.get(k).is_some_and(Value::is_null) => match k {
+                    "cct_over_bound" => match r.cct_ratio() {
+                        Some((v, false)) => format!("at least {v:.3} (end / bound)"),
+                        _ => "unfinished".into(),
+                    },
+                    "mean_fct_ps" | "p99_fct_ps" => "no flow finished".into(),
+                    _ => "unfinished".into(),
+                },
                 None => r.text(k),
             };
             let _ = write!(o, "<td>{}</td>", esc(&cell));
@@ -276,9 +329,9 @@ fn summary_table(o: &mut String, runs: &[RunData]) {
 }
 
 fn cct_bars(o: &mut String, runs: &[RunData]) {
-    let bars: Vec<(String, f64)> = runs
+    let bars: Vec<(String, f64, bool)> = runs
         .iter()
-        .filter_map(|r| r.num("cct_over_bound").map(|v| (r.name.clone(), v)))
+        .filter_map(|r| r.cct_ratio().map(|(v, done)| (r.name.clone(), v, done)))
         .collect();
     if bars.is_empty() {
         return;
@@ -293,19 +346,24 @@ fn cct_bars(o: &mut String, runs: &[RunData]) {
         o,
         "fig-run-cct",
         title,
-        "Lower is better; the dashed line is the lower bound (1); schemes coloured by family.",
+        "Lower is better; the dashed line is the lower bound (1); schemes coloured by family; hollow: unfinished, drawn at the end over the bound (a lower estimate).",
     );
     svg::open(o, &f, title);
     svg::y_axis(o, &f, &y, "CCT / lower bound");
-    for (i, (n, v)) in bars.iter().enumerate() {
+    for (i, (n, v, done)) in bars.iter().enumerate() {
         let x = f.x0() + 10.0 + i as f64 * bw;
         let ym = y.map(*v, f.y0(), f.y1());
+        let c = color(n, &names);
+        let (fill, note) = if *done {
+            (c.as_str(), "")
+        } else {
+            ("white", " (unfinished: end over bound, a lower estimate)")
+        };
         let _ = write!(
             o,
-            r#"<rect x="{x:.1}" y="{ym:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {}</title></rect>"#,
+            r#"<rect x="{x:.1}" y="{ym:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="{c}"><title>{}: {}{note}</title></rect>"#,
             bw - 3.0,
             (f.y0() - ym).max(0.0),
-            color(n, &names),
             esc(n),
             fmt(*v)
         );

@@ -211,8 +211,9 @@ pub struct Settings {
     pub tail_loss_probe: bool,
     pub rto_backoff: bool,
     pub load_balancing: LoadBalancingConfig,
-    /// summary.json's `workload` and `topology` labels.
-    pub workload_label: &'static str,
+    /// summary.json's `workload` and `topology` labels; `[[jobs]]` are labelled by their kinds
+    /// in file order, joined by `+` (`[workload]` does not run then).
+    pub workload_label: String,
     pub topology_label: String,
 }
 
@@ -276,7 +277,12 @@ impl Settings {
             }),
             rto_backoff: tr.rto_backoff,
             load_balancing: file.load_balancing.clone(),
-            workload_label: file.workload.kind.name(),
+            workload_label: if file.jobs.is_empty() {
+                file.workload.kind.name().to_string()
+            } else {
+                let kinds: Vec<&str> = file.jobs.iter().map(|j| j.kind.name()).collect();
+                kinds.join("+")
+            },
             topology_label,
         }
     }
