@@ -510,7 +510,9 @@ impl Sender {
                     o.newly_acked = (self.snd_una..seq).map(|s| self.payload_of(s) as u64).sum();
                     self.snd_una = seq;
                 }
-                // Everything sent after the gap is discarded by the receiver.
+                // What lies below the NACKed sequence number arrived; everything from the gap on
+                // is discarded by the receiver.
+                self.retire_below(self.snd_una);
                 self.drop_all(&mut o);
                 (o, Some(seq))
             }
@@ -797,6 +799,26 @@ mod tests {
         assert_eq!(r.on_data(3).reply, Reply::None, "one NACK per gap");
         assert_eq!(r.on_data(1).reply, Reply::Ack(2));
         assert_eq!(r.on_data(0).reply, Reply::Ack(2), "duplicates re-ACK");
+    }
+
+    #[test]
+    fn go_back_n_nack_loses_only_what_the_receiver_discarded() {
+        let mut s = sender(LossRecoveryKind::GoBackN, 6 * MSS as u64, 3);
+        let (mut seq, mut x) = (0, 0);
+        send_all(&mut s, &mut seq, &mut x);
+        // 0 and 1 arrived but their ACKs were lost; 2 was lost; 3 makes the receiver NACK 2.
+        let (o, rewind) = s.on_nack(3, 2);
+        assert_eq!(rewind, Some(2));
+        assert_eq!(
+            o.newly_acked, 2000,
+            "the NACK's cumulative point covers 0 and 1"
+        );
+        assert_eq!(
+            (o.lost, o.lost_bytes),
+            (4, 4000),
+            "2 to 5: only what lies at or past the gap"
+        );
+        assert_eq!(s.inflight, 0);
     }
 
     #[test]
