@@ -101,7 +101,7 @@ impl Flow {
                 self.retransmissions += 1;
             }
             tx.seq_high = tx.seq_high.max(next.seq + 1);
-            tx.on_sent(next, xmit);
+            tx.on_sent(next, xmit, now);
             self.cc.on_send(now, next.payload as u64);
         }
         self.unsent = self.unsent.saturating_sub(next.payload as u64);
@@ -451,7 +451,7 @@ mod tests {
         let tx = f.tx.as_mut().unwrap();
         for seq in 0..2 {
             let n = tx.peek(seq).unwrap();
-            tx.on_sent(n, seq);
+            tx.on_sent(n, seq, SimTime::ZERO);
         }
         f.next_seq = 2;
         assert_eq!(
@@ -471,7 +471,7 @@ mod tests {
         let mut f = flow(LossRecoveryKind::Sack, 4 * MSS as u64);
         let tx = f.tx.as_mut().unwrap();
         let n = tx.peek(0).unwrap();
-        tx.on_sent(n, 0);
+        tx.on_sent(n, 0, SimTime::ZERO);
         f.next_seq = 1;
         f.on_ack(
             &ack_of(&data(0, PacketKind::Data, false), 0, false),
@@ -484,7 +484,7 @@ mod tests {
         // Once a packet is out, the timer runs from the last ACK as before.
         let tx = f.tx.as_mut().unwrap();
         let n = tx.peek(1).unwrap();
-        tx.on_sent(n, 1);
+        tx.on_sent(n, 1, SimTime::ZERO);
         f.next_seq = 2;
         f.next_send = SimTime::from_us(600);
         assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(110)));
@@ -601,6 +601,39 @@ mod tests {
         assert_eq!(f.poll_timeout(rto), None);
     }
 
+    /// RFC 8985 7.2: the probe timer restarts when new data is sent, so a packet that leaves
+    /// after the last ACK (held by a pacer, here 15 us) is probed 2 SRTT after it left, not
+    /// 2 SRTT after the ACK (which would be 5 us after it left, before it could be ACKed).
+    #[test]
+    fn the_probe_timer_restarts_when_new_data_is_sent() {
+        let mut f = flow(LossRecoveryKind::Sack, 2 * MSS as u64);
+        let tx = f.tx.take().unwrap();
+        f.tx = Some(Box::new(tx.with_tail_loss_probe(true)));
+        let t0 = SimTime::ZERO;
+        let Transmit::Ready(n) = f.poll_transmit(t0, MSS) else {
+            panic!("the first packet goes")
+        };
+        f.on_transmit(n, t0, n.payload + 62, None);
+        // Its ACK at 10 us: SRTT 10 us, RTO floored at 100 us.
+        f.on_ack(
+            &ack_of(&data(0, PacketKind::Data, false), 0, false),
+            SimTime::from_us(10),
+        );
+        let rto = SimTime::from_us(100);
+        let sent = SimTime::from_us(25);
+        let Transmit::Ready(n) = f.poll_transmit(sent, MSS) else {
+            panic!("the second packet goes")
+        };
+        f.on_transmit(n, sent, n.payload + 62, None);
+        assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(45)));
+        assert!(f.probe_due());
+        // The probe itself does not restart the timer: the RTO runs from it, 45 + 100 us.
+        assert_eq!(
+            f.on_timeout(SimTime::from_us(45), rto),
+            SimTime::from_us(145)
+        );
+    }
+
     #[test]
     fn a_probe_prefers_new_data_when_there_is_some() {
         let mut f = tail_lost(true);
@@ -627,7 +660,7 @@ mod tests {
         let tx = f.tx.as_mut().unwrap();
         for seq in 0..2 {
             let n = tx.peek(seq).unwrap();
-            tx.on_sent(n, seq);
+            tx.on_sent(n, seq, SimTime::ZERO);
         }
         f.next_seq = 2;
         f.data_packets_sent = 2;
@@ -652,7 +685,7 @@ mod tests {
         let tx = f.tx.as_mut().unwrap();
         for seq in 0..4 {
             let n = tx.peek(seq).unwrap();
-            tx.on_sent(n, seq);
+            tx.on_sent(n, seq, SimTime::ZERO);
         }
         f.next_seq = 4;
         // Packet 0 arrived (cumulative ACK 1), the rest were lost.

@@ -21,8 +21,9 @@
 //! consecutive timeouts when `transport.rto_backoff` is on.
 //!
 //! With `transport.tail_loss_probe`, the timer first fires as RACK-TLP's probe timeout (RFC 8985
-//! section 7): PTO = 2 x SRTT after the last ACK (no delayed-ACK allowance: lbsim's receivers
-//! ACK every packet at once), or the RTO if that is sooner. The probe declares nothing lost and
+//! section 7): PTO = 2 x SRTT after the last ACK or the last new data sent, whichever is later
+//! (no delayed-ACK allowance: lbsim's receivers ACK every packet at once), or the RTO if that is
+//! sooner. The probe declares nothing lost and
 //! tells no congestion control: it lets one packet past the window, new data if there is any,
 //! else a copy of the highest outstanding sequence number (erasure: one more coded packet).
 //! Whichever of the two copies is ACKed first resolves both. After a probe the RTO is armed from
@@ -139,6 +140,8 @@ pub struct Tlp {
     armed: bool,
     /// When the last probe fired (the RTO then runs from here).
     fired_at: SimTime,
+    /// When new data last left other than as a probe: the probe timer restarts there too.
+    new_data_at: SimTime,
     /// The next packet may exceed the window: the probe.
     pub pass_window: bool,
     /// A copy of this sequence number, outstanding as this transmission, is queued as the probe.
@@ -225,14 +228,17 @@ impl Sender {
     }
 
     /// When the timer is due, counted from `since` (the last ACK, or the next send while nothing
-    /// is in flight), and whether it is the probe: `since + min(2 SRTT, RTO)` while a probe is
-    /// armed and data is outstanding, else the RTO (from the last probe if one fired since).
+    /// is in flight), and whether it is the probe: while a probe is armed and data is
+    /// outstanding, 2 SRTT after `since` or the last new data sent, whichever is later (RFC 8985
+    /// 7.2), unless the RTO from `since` is sooner; else the RTO (from the last probe if one
+    /// fired since).
     pub fn timer(&self, since: SimTime) -> (SimTime, bool) {
         let rto = self.rto();
         match (&self.tlp, self.srtt) {
             (Some(t), Some(srtt)) if t.armed && self.inflight > 0 => {
-                let pto = SimTime(srtt.0.saturating_mul(2));
-                (since + pto.min(rto), pto < rto)
+                let pto = since.max(t.new_data_at) + SimTime(srtt.0.saturating_mul(2));
+                let rto = since + rto;
+                (pto.min(rto), pto < rto)
             }
             (Some(t), _) => (since.max(t.fired_at) + rto, false),
             (None, _) => (since + rto, false),
@@ -321,8 +327,8 @@ impl Sender {
         })
     }
 
-    /// Records transmission `xmit` of `next` (which `peek` returned).
-    pub fn on_sent(&mut self, next: Next, xmit: u32) {
+    /// Records transmission `xmit` of `next` (which `peek` returned), sent at `now`.
+    pub fn on_sent(&mut self, next: Next, xmit: u32, now: SimTime) {
         if next.retransmission {
             self.rtx.pop_front();
         }
@@ -340,6 +346,9 @@ impl Sender {
             self.credit = self.credit.saturating_sub(1);
         }
         if let Some(t) = &mut self.tlp {
+            if !next.retransmission && !t.pass_window {
+                t.new_data_at = now;
+            }
             t.pass_window = false;
             if let Some((seq, orig)) = t.copy_of {
                 if next.retransmission && next.seq == seq {
@@ -706,7 +715,7 @@ mod tests {
     fn send_all(s: &mut Sender, next_seq: &mut u32, xmit: &mut u32) -> Vec<Next> {
         let mut v = vec![];
         while let Some(n) = s.peek(*next_seq) {
-            s.on_sent(n, *xmit);
+            s.on_sent(n, *xmit, SimTime::ZERO);
             *xmit += 1;
             if !n.retransmission {
                 *next_seq += 1;
@@ -876,7 +885,7 @@ mod tests {
         );
         assert_eq!(s.rto(), SimTime::from_us(5));
         let n = s.peek(0).unwrap();
-        s.on_sent(n, 0);
+        s.on_sent(n, 0, SimTime::ZERO);
         s.on_ack(0, 0, SimTime::from_us(10), SimTime::from_us(8));
         // srtt 2 us, rttvar 1 us: 6 us.
         assert_eq!(s.rto(), SimTime::from_us(6));
