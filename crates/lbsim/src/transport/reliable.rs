@@ -8,9 +8,12 @@
 //! data is sent again depends on the scheme:
 //!
 //! - `sack` and `trim` resend each lost sequence number once per loss, ahead of new data. Each
-//!   data packet is ACKed on its own, so every ACK is a selective ACK of one packet (NDP and
-//!   UET do the same); a multi-packet bitmap would only add redundancy against lost ACKs, which
-//!   here cost a spurious retransmission that the receiver discards.
+//!   data packet is ACKed on its own (NDP and UET do the same), and the ACK also reports which
+//!   of the 16 sequence numbers below its own the receiver holds (the 16 bits the ACK's payload
+//!   field leaves free), as SACK's blocks do: a lost ACK is made good by the next one instead of
+//!   costing a retransmission the receiver would discard. A sequence number known this way
+//!   resolves its transmission at once when it sits where the ACKed one implies (in send order,
+//!   as far below it as its sequence number is), else when it reaches the scoreboard's front.
 //! - `go_back_n` (RoCE) rewinds to the sequence number the receiver NACKed, or to the oldest
 //!   unacknowledged one on a timeout.
 //! - `erasure` never resends: any n of the n + k coded packets decode the message, and a timeout
@@ -71,6 +74,10 @@ impl Bits {
         self.0
             .get(i as usize / 64)
             .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+    /// Bit k says whether `seq - 1 - k` is set, for the 16 numbers below `seq`.
+    pub fn below(&self, seq: u32) -> u16 {
+        (0..16u32.min(seq)).fold(0, |m, k| m | (self.get(seq - 1 - k) as u16) << k)
     }
     /// Sets bit `i`; returns whether it was clear.
     #[inline]
@@ -271,7 +278,7 @@ impl Sender {
                     .iter()
                     .enumerate()
                     .rev()
-                    .find(|(_, x)| x.state == TxState::Out);
+                    .find(|(_, x)| x.state == TxState::Out && !self.acked.get(x.seq));
                 if let Some((i, x)) = last {
                     let xmit = self.base_xmit.wrapping_add(i as u32);
                     let seq = x.seq;
@@ -415,8 +422,16 @@ impl Sender {
     }
 
     /// An ACK of transmission `xmit` carrying `seq` (go-back-N: the next sequence number the
-    /// receiver expects), sent at `sent_at`.
-    pub fn on_ack(&mut self, xmit: u32, seq: u32, now: SimTime, sent_at: SimTime) -> Outcome {
+    /// receiver expects) and, for sack and trim, the receiver's bitmap of the 16 sequence numbers
+    /// below it (see [`Bits::below`]), sent at `sent_at`.
+    pub fn on_ack(
+        &mut self,
+        xmit: u32,
+        seq: u32,
+        sack: u16,
+        now: SimTime,
+        sent_at: SimTime,
+    ) -> Outcome {
         let mut o = Outcome::default();
         self.sample_rtt(now - sent_at);
         self.resolve(xmit);
@@ -447,6 +462,26 @@ impl Sender {
             }
             LossRecoveryKind::IdealErasure => {
                 o.newly_acked = self.payload_of(seq) as u64;
+            }
+            LossRecoveryKind::Sack | LossRecoveryKind::Trim => {
+                o.newly_acked = self.ack_seq(seq);
+                let mut bits = sack;
+                while bits != 0 {
+                    let k = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let Some(s) = seq.checked_sub(k + 1) else {
+                        break;
+                    };
+                    let p = self.ack_seq(s);
+                    if p > 0 {
+                        o.newly_acked += p;
+                        // Its transmission, if it left as far before this one as it is below.
+                        let x = xmit.wrapping_sub(k + 1);
+                        if self.tx_mut(x).is_some_and(|t| t.seq == s) {
+                            self.resolve(x);
+                        }
+                    }
+                }
             }
             _ => o.newly_acked = self.ack_seq(seq),
         }
@@ -479,6 +514,12 @@ impl Sender {
     /// overtook.
     fn detect(&mut self, o: &mut Outcome) {
         while let Some(&t) = self.out.front() {
+            if self.sacked(t) {
+                self.inflight -= t.payload as u64;
+                self.out.pop_front();
+                self.base_xmit = self.base_xmit.wrapping_add(1);
+                continue;
+            }
             let lost = t.state == TxState::Out
                 && self.reorder > 0
                 && self
@@ -493,6 +534,13 @@ impl Sender {
             self.out.pop_front();
             self.base_xmit = self.base_xmit.wrapping_add(1);
         }
+    }
+
+    /// An outstanding transmission whose sequence number an ACK's bitmap reported received.
+    fn sacked(&self, t: Tx) -> bool {
+        t.state == TxState::Out
+            && matches!(self.lr, LossRecoveryKind::Sack | LossRecoveryKind::Trim)
+            && self.acked.get(t.seq)
     }
 
     fn lose(&mut self, t: Tx, o: &mut Outcome) {
@@ -546,7 +594,9 @@ impl Sender {
         }
         let out = std::mem::take(&mut self.out);
         for t in out {
-            if t.state == TxState::Out {
+            if self.sacked(t) {
+                self.inflight -= t.payload as u64;
+            } else if t.state == TxState::Out {
                 self.lose(t, o);
             }
         }
@@ -621,6 +671,8 @@ pub struct Delivery {
     /// Packet-level news: the sequence number was new (counts toward completion).
     pub fresh: bool,
     pub reply: Reply,
+    /// Selective: which of the 16 sequence numbers below this one are held ([`Bits::below`]).
+    pub sack: u16,
     /// The receiver now holds the whole message.
     pub complete: bool,
 }
@@ -662,9 +714,11 @@ impl Receiver {
                 if fresh {
                     *count += 1;
                 }
+                let sack = got.below(seq);
                 Delivery {
                     fresh,
                     reply: Reply::Ack(seq),
+                    sack,
                     complete: self.complete(),
                 }
             }
@@ -687,6 +741,7 @@ impl Receiver {
                 Delivery {
                     fresh,
                     reply,
+                    sack: 0,
                     complete: self.complete(),
                 }
             }
@@ -695,6 +750,7 @@ impl Receiver {
                 Delivery {
                     fresh: true,
                     reply: Reply::Ack(seq),
+                    sack: 0,
                     complete: self.complete(),
                 }
             }
@@ -736,11 +792,11 @@ mod tests {
         let t = SimTime::from_us(10);
         // Transmission 0 is lost; 1 and 2 are ACKed: not yet.
         for k in 1..3 {
-            let o = s.on_ack(k, k, t, SimTime::ZERO);
+            let o = s.on_ack(k, k, 0, t, SimTime::ZERO);
             assert_eq!((o.newly_acked, o.lost), (1000, 0));
         }
         // The third later ACK makes it lost.
-        let o = s.on_ack(3, 3, t, SimTime::ZERO);
+        let o = s.on_ack(3, 3, 0, t, SimTime::ZERO);
         assert_eq!((o.lost, o.lost_bytes), (1, 1000));
         assert_eq!(s.inflight, 5 * 1000 + 700);
         let again = send_all(&mut s, &mut seq, &mut x);
@@ -753,14 +809,14 @@ mod tests {
             }]
         );
         // The retransmission (xmit 10) is ACKed; the rest follow; everything is acknowledged once.
-        assert_eq!(s.on_ack(10, 0, t, SimTime::ZERO).newly_acked, 1000);
+        assert_eq!(s.on_ack(10, 0, 0, t, SimTime::ZERO).newly_acked, 1000);
         for k in 4..10 {
-            s.on_ack(k, k, t, SimTime::ZERO);
+            s.on_ack(k, k, 0, t, SimTime::ZERO);
         }
         assert!(s.all_acked());
         assert_eq!(s.inflight, 0);
         // A late duplicate ACK changes nothing.
-        assert_eq!(s.on_ack(0, 0, t, SimTime::ZERO), Outcome::default());
+        assert_eq!(s.on_ack(0, 0, 0, t, SimTime::ZERO), Outcome::default());
     }
 
     #[test]
@@ -769,9 +825,9 @@ mod tests {
         let (mut seq, mut x) = (0, 0);
         send_all(&mut s, &mut seq, &mut x);
         let t = SimTime::from_us(10);
-        assert_eq!(s.on_ack(1, 1, t, SimTime::ZERO).lost, 1);
+        assert_eq!(s.on_ack(1, 1, 0, t, SimTime::ZERO).lost, 1);
         // The "lost" packet was only late.
-        s.on_ack(0, 0, t, SimTime::ZERO);
+        s.on_ack(0, 0, 0, t, SimTime::ZERO);
         assert!(send_all(&mut s, &mut seq, &mut x).is_empty());
     }
 
@@ -782,7 +838,7 @@ mod tests {
         send_all(&mut s, &mut seq, &mut x);
         let t = SimTime::from_us(10);
         for k in 1..4 {
-            assert_eq!(s.on_ack(k, k, t, SimTime::ZERO).lost, 0);
+            assert_eq!(s.on_ack(k, k, 0, t, SimTime::ZERO).lost, 0);
         }
         let (o, rewind) = s.on_nack(0, 0);
         assert_eq!((o.lost, rewind), (1, None));
@@ -795,7 +851,7 @@ mod tests {
         let (mut seq, mut x) = (0, 0);
         send_all(&mut s, &mut seq, &mut x);
         let t = SimTime::from_us(10);
-        assert_eq!(s.on_ack(0, 1, t, SimTime::ZERO).newly_acked, 1000);
+        assert_eq!(s.on_ack(0, 1, 0, t, SimTime::ZERO).newly_acked, 1000);
         // Packet 1 lost: the receiver NACKs 1 when 2 arrives.
         let (o, rewind) = s.on_nack(2, 1);
         assert_eq!(rewind, Some(1));
@@ -838,14 +894,14 @@ mod tests {
         assert_eq!(s.inflight, 6000);
         let t = SimTime::from_us(10);
         // The ACKs of transmissions 0 and 1 are lost; 2's ACK says "next expected 3".
-        let o = s.on_ack(2, 3, t, SimTime::ZERO);
+        let o = s.on_ack(2, 3, 0, t, SimTime::ZERO);
         assert_eq!(o.newly_acked, 3000);
         assert_eq!(
             s.inflight, 3000,
             "0 and 1 were delivered: no longer in flight"
         );
         for k in 3..6 {
-            s.on_ack(k, k + 1, t, SimTime::ZERO);
+            s.on_ack(k, k + 1, 0, t, SimTime::ZERO);
         }
         assert!(s.all_acked());
         assert_eq!(s.inflight, 0);
@@ -860,7 +916,7 @@ mod tests {
         assert!(sent.iter().all(|n| n.payload == 1000 && !n.retransmission));
         // Only 5 arrive: 3 missing, the timeout allows 3 more.
         for k in 0..5 {
-            s.on_ack(k, k, SimTime::from_us(10), SimTime::ZERO);
+            s.on_ack(k, k, 0, SimTime::from_us(10), SimTime::ZERO);
         }
         s.on_timeout(seq);
         assert_eq!(send_all(&mut s, &mut seq, &mut x).len(), 3);
@@ -886,11 +942,44 @@ mod tests {
         assert_eq!(s.rto(), SimTime::from_us(5));
         let n = s.peek(0).unwrap();
         s.on_sent(n, 0, SimTime::ZERO);
-        s.on_ack(0, 0, SimTime::from_us(10), SimTime::from_us(8));
+        s.on_ack(0, 0, 0, SimTime::from_us(10), SimTime::from_us(8));
         // srtt 2 us, rttvar 1 us: 6 us.
         assert_eq!(s.rto(), SimTime::from_us(6));
         s.on_timeout(1);
         assert_eq!(s.rto(), SimTime::from_us(12));
+    }
+
+    #[test]
+    fn selective_acks_report_the_16_sequence_numbers_below() {
+        let mut r = Receiver::new(LossRecoveryKind::Sack, 40 * MSS as u64, MSS).unwrap();
+        for s in [0, 1, 2, 5, 20] {
+            r.on_data(s);
+        }
+        assert_eq!(r.on_data(3).sack, 0b111);
+        // Below 6: 5, then 3, 2, 1, 0 (4 missing).
+        assert_eq!(r.on_data(6).sack, 0b11_1101);
+        // Below 22: 20 (bit 1) and 6 (bit 15); 5 is 17 below, out of reach.
+        assert_eq!(r.on_data(22).sack, 0x8002);
+    }
+
+    /// A bitmap names a sequence number whose transmission is not where the ACKed one implies
+    /// (a retransmission, sent out of order): it is resolved when it reaches the front.
+    #[test]
+    fn a_sacked_transmission_out_of_place_is_resolved_at_the_front_not_lost() {
+        let mut s = sender(LossRecoveryKind::Sack, 6 * MSS as u64, 3);
+        let (mut seq, mut x) = (0, 0);
+        send_all(&mut s, &mut seq, &mut x);
+        let t = SimTime::from_us(10);
+        for k in 1..4 {
+            s.on_ack(k, k, 0, t, SimTime::ZERO);
+        }
+        // 0 is declared lost and resent as transmission 6.
+        assert_eq!(send_all(&mut s, &mut seq, &mut x).len(), 1);
+        // The ACKs of 4 and of 0's retransmission are lost; 5's reports 4, 3, 2, 1 and 0.
+        let o = s.on_ack(5, 5, 0b1_1111, t, SimTime::ZERO);
+        assert_eq!((o.newly_acked, o.lost), (3000, 0), "5, 4 and 0");
+        assert_eq!(s.inflight, 0);
+        assert!(s.all_acked());
     }
 
     #[test]
