@@ -47,7 +47,8 @@ pub struct Packet {
     pub sent_at: SimTime,
     /// Bytes on the wire (payload + headers).
     pub wire_bytes: u16,
-    /// Application bytes carried (0 for control packets and trimmed headers).
+    /// Application bytes carried (0 for control packets and trimmed headers; a sack or trim
+    /// ACK carries its SACK bitmap here instead, see `transport::reliable`).
     pub payload: u16,
     pub kind: PacketKind,
     /// Data: CE mark set by a switch. ACK: the echo of the data packet's mark.

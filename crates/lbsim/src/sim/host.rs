@@ -488,7 +488,7 @@ impl Hosts {
                     ack.src = h;
                     ack.dst = packet.src;
                     ack.wire_bytes = self.ack_bytes as u16;
-                    ack.payload = 0;
+                    ack.payload = r.sack;
                     ack.done = flow.finish.is_some();
                     ack.cnp = r.cnp;
                     e.cx.counters.acks_sent += 1;

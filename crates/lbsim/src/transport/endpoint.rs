@@ -38,6 +38,9 @@ pub struct DataReceipt {
     pub just_done: bool,
     /// DCQCN: the reply carries a congestion notification.
     pub cnp: bool,
+    /// sack and trim: which of the 16 sequence numbers below the ACKed one the receiver holds
+    /// (bit i: seq - 1 - i), carried in the ACK's otherwise unused payload field.
+    pub sack: u16,
 }
 
 impl Flow {
@@ -107,7 +110,7 @@ impl Flow {
                 self.retransmissions += 1;
             }
             tx.seq_high = tx.seq_high.max(next.seq + 1);
-            tx.on_sent(next, xmit);
+            tx.on_sent(next, xmit, now);
             self.cc.on_send(now, next.payload as u64);
         }
         self.unsent = self.unsent.saturating_sub(next.payload as u64);
@@ -120,6 +123,7 @@ impl Flow {
         self.data_packets_received += 1;
         let was_done = self.finish.is_some();
         let mut fresh = true;
+        let mut sack = 0;
         let (kind, seq) = match &mut self.rx {
             None => {
                 // Repair packets past completion carry nothing new.
@@ -130,6 +134,7 @@ impl Flow {
             Some(rx) => {
                 let d = rx.on_data(p.seq);
                 fresh = d.fresh;
+                sack = d.sack;
                 match **rx {
                     // A coded message is handed over whole when it decodes.
                     Receiver::Coded { .. } if d.complete && !was_done => {
@@ -164,6 +169,7 @@ impl Flow {
             complete,
             just_done,
             cnp,
+            sack,
         }
     }
 
@@ -176,7 +182,7 @@ impl Flow {
             self.note_ack(p.xmit);
         }
         if let Some(tx) = &mut self.tx {
-            let o = tx.on_ack(p.xmit, p.seq, now, p.sent_at);
+            let o = tx.on_ack(p.xmit, p.seq, p.payload, now, p.sent_at);
             if tx.lr == LossRecoveryKind::GoBackN && self.next_seq < tx.snd_una {
                 self.next_seq = tx.snd_una;
             }
@@ -482,6 +488,37 @@ mod tests {
         );
     }
 
+    /// SACK under spraying: each ACK also reports which of the 16 sequence numbers below its own
+    /// the receiver holds (bit i: seq - 1 - i), so an ACK that is lost costs nothing when a
+    /// later one arrives, instead of a retransmission once `reorder` later ACKs overtake it.
+    #[test]
+    fn a_lost_ack_is_made_good_by_the_next_acks_sack_bitmap() {
+        let mut f = flow(LossRecoveryKind::Sack, 6 * MSS as u64);
+        let t0 = SimTime::ZERO;
+        for _ in 0..6 {
+            let Transmit::Ready(n) = f.poll_transmit(t0, MSS) else {
+                panic!("no window: all six go")
+            };
+            f.on_transmit(n, t0, n.payload + 62, None);
+        }
+        // All six arrive in order, so ACK s reports 0 to s - 1; the ACKs of 0, 1 and 2 are lost.
+        let acks: Vec<Packet> = (0..6)
+            .map(|seq| {
+                let mut a = ack_of(&data(seq, PacketKind::Data, false), seq, false);
+                a.payload = (1 << seq) - 1;
+                a
+            })
+            .collect();
+        let t = SimTime::from_us(10);
+        assert!(!f.on_ack(&acks[3], t));
+        assert_eq!(f.tx.as_ref().unwrap().inflight, 2 * MSS as u64);
+        assert!(!f.on_ack(&acks[4], t));
+        assert!(f.on_ack(&acks[5], t), "the sender knows all six arrived");
+        assert_eq!(f.tx.as_ref().unwrap().inflight, 0);
+        assert_eq!(f.poll_transmit(t, MSS), Transmit::Finished);
+        assert_eq!(f.retransmissions, 0);
+    }
+
     #[test]
     fn congestion_notifications_are_spaced_by_the_gap() {
         let mut f = flow(LossRecoveryKind::Sack, 10 * MSS as u64);
@@ -507,7 +544,7 @@ mod tests {
         let tx = f.tx.as_mut().unwrap();
         for seq in 0..2 {
             let n = tx.peek(seq).unwrap();
-            tx.on_sent(n, seq);
+            tx.on_sent(n, seq, SimTime::ZERO);
         }
         f.next_seq = 2;
         assert_eq!(
@@ -527,7 +564,7 @@ mod tests {
         let mut f = flow(LossRecoveryKind::Sack, 4 * MSS as u64);
         let tx = f.tx.as_mut().unwrap();
         let n = tx.peek(0).unwrap();
-        tx.on_sent(n, 0);
+        tx.on_sent(n, 0, SimTime::ZERO);
         f.next_seq = 1;
         f.on_ack(
             &ack_of(&data(0, PacketKind::Data, false), 0, false),
@@ -540,7 +577,7 @@ mod tests {
         // Once a packet is out, the timer runs from the last ACK as before.
         let tx = f.tx.as_mut().unwrap();
         let n = tx.peek(1).unwrap();
-        tx.on_sent(n, 1);
+        tx.on_sent(n, 1, SimTime::ZERO);
         f.next_seq = 2;
         f.next_send = SimTime::from_us(600);
         assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(110)));
@@ -657,6 +694,39 @@ mod tests {
         assert_eq!(f.poll_timeout(rto), None);
     }
 
+    /// RFC 8985 7.2: the probe timer restarts when new data is sent, so a packet that leaves
+    /// after the last ACK (held by a pacer, here 15 us) is probed 2 SRTT after it left, not
+    /// 2 SRTT after the ACK (which would be 5 us after it left, before it could be ACKed).
+    #[test]
+    fn the_probe_timer_restarts_when_new_data_is_sent() {
+        let mut f = flow(LossRecoveryKind::Sack, 2 * MSS as u64);
+        let tx = f.tx.take().unwrap();
+        f.tx = Some(Box::new(tx.with_tail_loss_probe(true)));
+        let t0 = SimTime::ZERO;
+        let Transmit::Ready(n) = f.poll_transmit(t0, MSS) else {
+            panic!("the first packet goes")
+        };
+        f.on_transmit(n, t0, n.payload + 62, None);
+        // Its ACK at 10 us: SRTT 10 us, RTO floored at 100 us.
+        f.on_ack(
+            &ack_of(&data(0, PacketKind::Data, false), 0, false),
+            SimTime::from_us(10),
+        );
+        let rto = SimTime::from_us(100);
+        let sent = SimTime::from_us(25);
+        let Transmit::Ready(n) = f.poll_transmit(sent, MSS) else {
+            panic!("the second packet goes")
+        };
+        f.on_transmit(n, sent, n.payload + 62, None);
+        assert_eq!(f.poll_timeout(rto), Some(SimTime::from_us(45)));
+        assert!(f.probe_due());
+        // The probe itself does not restart the timer: the RTO runs from it, 45 + 100 us.
+        assert_eq!(
+            f.on_timeout(SimTime::from_us(45), rto),
+            SimTime::from_us(145)
+        );
+    }
+
     #[test]
     fn a_probe_prefers_new_data_when_there_is_some() {
         let mut f = tail_lost(true);
@@ -683,7 +753,7 @@ mod tests {
         let tx = f.tx.as_mut().unwrap();
         for seq in 0..2 {
             let n = tx.peek(seq).unwrap();
-            tx.on_sent(n, seq);
+            tx.on_sent(n, seq, SimTime::ZERO);
         }
         f.next_seq = 2;
         f.data_packets_sent = 2;
@@ -708,7 +778,7 @@ mod tests {
         let tx = f.tx.as_mut().unwrap();
         for seq in 0..4 {
             let n = tx.peek(seq).unwrap();
-            tx.on_sent(n, seq);
+            tx.on_sent(n, seq, SimTime::ZERO);
         }
         f.next_seq = 4;
         // Packet 0 arrived (cumulative ACK 1), the rest were lost.

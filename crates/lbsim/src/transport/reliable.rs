@@ -8,9 +8,12 @@
 //! data is sent again depends on the scheme:
 //!
 //! - `sack` and `trim` resend each lost sequence number once per loss, ahead of new data. Each
-//!   data packet is ACKed on its own, so every ACK is a selective ACK of one packet (NDP and
-//!   UET do the same); a multi-packet bitmap would only add redundancy against lost ACKs, which
-//!   here cost a spurious retransmission that the receiver discards.
+//!   data packet is ACKed on its own (NDP and UET do the same), and the ACK also reports which
+//!   of the 16 sequence numbers below its own the receiver holds (the 16 bits the ACK's payload
+//!   field leaves free), as SACK's blocks do: a lost ACK is made good by the next one instead of
+//!   costing a retransmission the receiver would discard. A sequence number known this way
+//!   resolves its transmission at once when it sits where the ACKed one implies (in send order,
+//!   as far below it as its sequence number is), else when it reaches the scoreboard's front.
 //! - `go_back_n` (RoCE) rewinds to the sequence number the receiver NACKed, or to the oldest
 //!   unacknowledged one on a timeout.
 //! - `erasure` never resends: any n of the n + k coded packets decode the message, and a timeout
@@ -23,8 +26,9 @@
 //! consecutive timeouts when `transport.rto_backoff` is on.
 //!
 //! With `transport.tail_loss_probe`, the timer first fires as RACK-TLP's probe timeout (RFC 8985
-//! section 7): PTO = 2 x SRTT after the last ACK (no delayed-ACK allowance: lbsim's receivers
-//! ACK every packet at once), or the RTO if that is sooner. The probe declares nothing lost and
+//! section 7): PTO = 2 x SRTT after the last ACK or the last new data sent, whichever is later
+//! (no delayed-ACK allowance: lbsim's receivers ACK every packet at once), or the RTO if that is
+//! sooner. The probe declares nothing lost and
 //! tells no congestion control: it lets one packet past the window, new data if there is any,
 //! else a copy of the highest outstanding sequence number (erasure: one more coded packet).
 //! Whichever of the two copies is ACKed first resolves both. After a probe the RTO is armed from
@@ -72,6 +76,10 @@ impl Bits {
         self.0
             .get(i as usize / 64)
             .is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+    /// Bit k says whether `seq - 1 - k` is set, for the 16 numbers below `seq`.
+    pub fn below(&self, seq: u32) -> u16 {
+        (0..16u32.min(seq)).fold(0, |m, k| m | (self.get(seq - 1 - k) as u16) << k)
     }
     /// Sets bit `i`; returns whether it was clear.
     #[inline]
@@ -141,6 +149,8 @@ pub struct Tlp {
     armed: bool,
     /// When the last probe fired (the RTO then runs from here).
     fired_at: SimTime,
+    /// When new data last left other than as a probe: the probe timer restarts there too.
+    new_data_at: SimTime,
     /// The next packet may exceed the window: the probe.
     pub pass_window: bool,
     /// A copy of this sequence number, outstanding as this transmission, is queued as the probe.
@@ -228,14 +238,17 @@ impl Sender {
     }
 
     /// When the timer is due, counted from `since` (the last ACK, or the next send while nothing
-    /// is in flight), and whether it is the probe: `since + min(2 SRTT, RTO)` while a probe is
-    /// armed and data is outstanding, else the RTO (from the last probe if one fired since).
+    /// is in flight), and whether it is the probe: while a probe is armed and data is
+    /// outstanding, 2 SRTT after `since` or the last new data sent, whichever is later (RFC 8985
+    /// 7.2), unless the RTO from `since` is sooner; else the RTO (from the last probe if one
+    /// fired since).
     pub fn timer(&self, since: SimTime) -> (SimTime, bool) {
         let rto = self.rto();
         match (&self.tlp, self.srtt) {
             (Some(t), Some(srtt)) if t.armed && self.inflight > 0 => {
-                let pto = SimTime(srtt.0.saturating_mul(2));
-                (since + pto.min(rto), pto < rto)
+                let pto = since.max(t.new_data_at) + SimTime(srtt.0.saturating_mul(2));
+                let rto = since + rto;
+                (pto.min(rto), pto < rto)
             }
             (Some(t), _) => (since.max(t.fired_at) + rto, false),
             (None, _) => (since + rto, false),
@@ -268,7 +281,7 @@ impl Sender {
                     .iter()
                     .enumerate()
                     .rev()
-                    .find(|(_, x)| x.state == TxState::Out);
+                    .find(|(_, x)| x.state == TxState::Out && !self.acked.get(x.seq));
                 if let Some((i, x)) = last {
                     let xmit = self.base_xmit.wrapping_add(i as u32);
                     let seq = x.seq;
@@ -324,8 +337,8 @@ impl Sender {
         })
     }
 
-    /// Records transmission `xmit` of `next` (which `peek` returned).
-    pub fn on_sent(&mut self, next: Next, xmit: u32) {
+    /// Records transmission `xmit` of `next` (which `peek` returned), sent at `now`.
+    pub fn on_sent(&mut self, next: Next, xmit: u32, now: SimTime) {
         if next.retransmission {
             self.rtx.pop_front();
         }
@@ -343,6 +356,9 @@ impl Sender {
             self.credit = self.credit.saturating_sub(1);
         }
         if let Some(t) = &mut self.tlp {
+            if !next.retransmission && !t.pass_window {
+                t.new_data_at = now;
+            }
             t.pass_window = false;
             if let Some((seq, orig)) = t.copy_of {
                 if next.retransmission && next.seq == seq {
@@ -409,8 +425,16 @@ impl Sender {
     }
 
     /// An ACK of transmission `xmit` carrying `seq` (go-back-N: the next sequence number the
-    /// receiver expects), sent at `sent_at`.
-    pub fn on_ack(&mut self, xmit: u32, seq: u32, now: SimTime, sent_at: SimTime) -> Outcome {
+    /// receiver expects) and, for sack and trim, the receiver's bitmap of the 16 sequence numbers
+    /// below it (see [`Bits::below`]), sent at `sent_at`.
+    pub fn on_ack(
+        &mut self,
+        xmit: u32,
+        seq: u32,
+        sack: u16,
+        now: SimTime,
+        sent_at: SimTime,
+    ) -> Outcome {
         let mut o = Outcome::default();
         self.sample_rtt(now - sent_at);
         self.resolve(xmit);
@@ -441,6 +465,26 @@ impl Sender {
             }
             LossRecoveryKind::IdealErasure => {
                 o.newly_acked = self.payload_of(seq) as u64;
+            }
+            LossRecoveryKind::Sack | LossRecoveryKind::Trim => {
+                o.newly_acked = self.ack_seq(seq);
+                let mut bits = sack;
+                while bits != 0 {
+                    let k = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let Some(s) = seq.checked_sub(k + 1) else {
+                        break;
+                    };
+                    let p = self.ack_seq(s);
+                    if p > 0 {
+                        o.newly_acked += p;
+                        // Its transmission, if it left as far before this one as it is below.
+                        let x = xmit.wrapping_sub(k + 1);
+                        if self.tx_mut(x).is_some_and(|t| t.seq == s) {
+                            self.resolve(x);
+                        }
+                    }
+                }
             }
             _ => o.newly_acked = self.ack_seq(seq),
         }
@@ -473,6 +517,12 @@ impl Sender {
     /// overtook.
     fn detect(&mut self, o: &mut Outcome) {
         while let Some(&t) = self.out.front() {
+            if self.sacked(t) {
+                self.inflight -= t.payload as u64;
+                self.out.pop_front();
+                self.base_xmit = self.base_xmit.wrapping_add(1);
+                continue;
+            }
             let lost = t.state == TxState::Out
                 && self.reorder > 0
                 && self
@@ -487,6 +537,13 @@ impl Sender {
             self.out.pop_front();
             self.base_xmit = self.base_xmit.wrapping_add(1);
         }
+    }
+
+    /// An outstanding transmission whose sequence number an ACK's bitmap reported received.
+    fn sacked(&self, t: Tx) -> bool {
+        t.state == TxState::Out
+            && matches!(self.lr, LossRecoveryKind::Sack | LossRecoveryKind::Trim)
+            && self.acked.get(t.seq)
     }
 
     fn lose(&mut self, t: Tx, o: &mut Outcome) {
@@ -516,7 +573,9 @@ impl Sender {
                     o.newly_acked = (self.snd_una..seq).map(|s| self.payload_of(s) as u64).sum();
                     self.snd_una = seq;
                 }
-                // Everything sent after the gap is discarded by the receiver.
+                // What lies below the NACKed sequence number arrived; everything from the gap on
+                // is discarded by the receiver.
+                self.retire_below(self.snd_una);
                 self.drop_all(&mut o);
                 (o, Some(seq))
             }
@@ -541,7 +600,9 @@ impl Sender {
         }
         let out = std::mem::take(&mut self.out);
         for t in out {
-            if t.state == TxState::Out {
+            if self.sacked(t) {
+                self.inflight -= t.payload as u64;
+            } else if t.state == TxState::Out {
                 self.lose(t, o);
             }
         }
@@ -616,6 +677,8 @@ pub struct Delivery {
     /// Packet-level news: the sequence number was new (counts toward completion).
     pub fresh: bool,
     pub reply: Reply,
+    /// Selective: which of the 16 sequence numbers below this one are held ([`Bits::below`]).
+    pub sack: u16,
     /// The receiver now holds the whole message.
     pub complete: bool,
 }
@@ -657,9 +720,11 @@ impl Receiver {
                 if fresh {
                     *count += 1;
                 }
+                let sack = got.below(seq);
                 Delivery {
                     fresh,
                     reply: Reply::Ack(seq),
+                    sack,
                     complete: self.complete(),
                 }
             }
@@ -682,6 +747,7 @@ impl Receiver {
                 Delivery {
                     fresh,
                     reply,
+                    sack: 0,
                     complete: self.complete(),
                 }
             }
@@ -690,6 +756,7 @@ impl Receiver {
                 Delivery {
                     fresh: true,
                     reply: Reply::Ack(seq),
+                    sack: 0,
                     complete: self.complete(),
                 }
             }
@@ -710,7 +777,7 @@ mod tests {
     fn send_all(s: &mut Sender, next_seq: &mut u32, xmit: &mut u32) -> Vec<Next> {
         let mut v = vec![];
         while let Some(n) = s.peek(*next_seq) {
-            s.on_sent(n, *xmit);
+            s.on_sent(n, *xmit, SimTime::ZERO);
             *xmit += 1;
             if !n.retransmission {
                 *next_seq += 1;
@@ -731,11 +798,11 @@ mod tests {
         let t = SimTime::from_us(10);
         // Transmission 0 is lost; 1 and 2 are ACKed: not yet.
         for k in 1..3 {
-            let o = s.on_ack(k, k, t, SimTime::ZERO);
+            let o = s.on_ack(k, k, 0, t, SimTime::ZERO);
             assert_eq!((o.newly_acked, o.lost), (1000, 0));
         }
         // The third later ACK makes it lost.
-        let o = s.on_ack(3, 3, t, SimTime::ZERO);
+        let o = s.on_ack(3, 3, 0, t, SimTime::ZERO);
         assert_eq!((o.lost, o.lost_bytes), (1, 1000));
         assert_eq!(s.inflight, 5 * 1000 + 700);
         let again = send_all(&mut s, &mut seq, &mut x);
@@ -748,14 +815,14 @@ mod tests {
             }]
         );
         // The retransmission (xmit 10) is ACKed; the rest follow; everything is acknowledged once.
-        assert_eq!(s.on_ack(10, 0, t, SimTime::ZERO).newly_acked, 1000);
+        assert_eq!(s.on_ack(10, 0, 0, t, SimTime::ZERO).newly_acked, 1000);
         for k in 4..10 {
-            s.on_ack(k, k, t, SimTime::ZERO);
+            s.on_ack(k, k, 0, t, SimTime::ZERO);
         }
         assert!(s.all_acked());
         assert_eq!(s.inflight, 0);
         // A late duplicate ACK changes nothing.
-        assert_eq!(s.on_ack(0, 0, t, SimTime::ZERO), Outcome::default());
+        assert_eq!(s.on_ack(0, 0, 0, t, SimTime::ZERO), Outcome::default());
     }
 
     #[test]
@@ -764,9 +831,9 @@ mod tests {
         let (mut seq, mut x) = (0, 0);
         send_all(&mut s, &mut seq, &mut x);
         let t = SimTime::from_us(10);
-        assert_eq!(s.on_ack(1, 1, t, SimTime::ZERO).lost, 1);
+        assert_eq!(s.on_ack(1, 1, 0, t, SimTime::ZERO).lost, 1);
         // The "lost" packet was only late.
-        s.on_ack(0, 0, t, SimTime::ZERO);
+        s.on_ack(0, 0, 0, t, SimTime::ZERO);
         assert!(send_all(&mut s, &mut seq, &mut x).is_empty());
     }
 
@@ -777,7 +844,7 @@ mod tests {
         send_all(&mut s, &mut seq, &mut x);
         let t = SimTime::from_us(10);
         for k in 1..4 {
-            assert_eq!(s.on_ack(k, k, t, SimTime::ZERO).lost, 0);
+            assert_eq!(s.on_ack(k, k, 0, t, SimTime::ZERO).lost, 0);
         }
         let (o, rewind) = s.on_nack(0, 0);
         assert_eq!((o.lost, rewind), (1, None));
@@ -790,7 +857,7 @@ mod tests {
         let (mut seq, mut x) = (0, 0);
         send_all(&mut s, &mut seq, &mut x);
         let t = SimTime::from_us(10);
-        assert_eq!(s.on_ack(0, 1, t, SimTime::ZERO).newly_acked, 1000);
+        assert_eq!(s.on_ack(0, 1, 0, t, SimTime::ZERO).newly_acked, 1000);
         // Packet 1 lost: the receiver NACKs 1 when 2 arrives.
         let (o, rewind) = s.on_nack(2, 1);
         assert_eq!(rewind, Some(1));
@@ -806,6 +873,26 @@ mod tests {
     }
 
     #[test]
+    fn go_back_n_nack_loses_only_what_the_receiver_discarded() {
+        let mut s = sender(LossRecoveryKind::GoBackN, 6 * MSS as u64, 3);
+        let (mut seq, mut x) = (0, 0);
+        send_all(&mut s, &mut seq, &mut x);
+        // 0 and 1 arrived but their ACKs were lost; 2 was lost; 3 makes the receiver NACK 2.
+        let (o, rewind) = s.on_nack(3, 2);
+        assert_eq!(rewind, Some(2));
+        assert_eq!(
+            o.newly_acked, 2000,
+            "the NACK's cumulative point covers 0 and 1"
+        );
+        assert_eq!(
+            (o.lost, o.lost_bytes),
+            (4, 4000),
+            "2 to 5: only what lies at or past the gap"
+        );
+        assert_eq!(s.inflight, 0);
+    }
+
+    #[test]
     fn go_back_n_cumulative_ack_retires_earlier_transmissions_whose_acks_were_lost() {
         let mut s = sender(LossRecoveryKind::GoBackN, 6 * MSS as u64, 3);
         let (mut seq, mut x) = (0, 0);
@@ -813,14 +900,14 @@ mod tests {
         assert_eq!(s.inflight, 6000);
         let t = SimTime::from_us(10);
         // The ACKs of transmissions 0 and 1 are lost; 2's ACK says "next expected 3".
-        let o = s.on_ack(2, 3, t, SimTime::ZERO);
+        let o = s.on_ack(2, 3, 0, t, SimTime::ZERO);
         assert_eq!(o.newly_acked, 3000);
         assert_eq!(
             s.inflight, 3000,
             "0 and 1 were delivered: no longer in flight"
         );
         for k in 3..6 {
-            s.on_ack(k, k + 1, t, SimTime::ZERO);
+            s.on_ack(k, k + 1, 0, t, SimTime::ZERO);
         }
         assert!(s.all_acked());
         assert_eq!(s.inflight, 0);
@@ -835,7 +922,7 @@ mod tests {
         assert!(sent.iter().all(|n| n.payload == 1000 && !n.retransmission));
         // Only 5 arrive: 3 missing, the timeout allows 3 more.
         for k in 0..5 {
-            s.on_ack(k, k, SimTime::from_us(10), SimTime::ZERO);
+            s.on_ack(k, k, 0, SimTime::from_us(10), SimTime::ZERO);
         }
         s.on_timeout(seq);
         assert_eq!(send_all(&mut s, &mut seq, &mut x).len(), 3);
@@ -860,12 +947,45 @@ mod tests {
         );
         assert_eq!(s.rto(), SimTime::from_us(5));
         let n = s.peek(0).unwrap();
-        s.on_sent(n, 0);
-        s.on_ack(0, 0, SimTime::from_us(10), SimTime::from_us(8));
+        s.on_sent(n, 0, SimTime::ZERO);
+        s.on_ack(0, 0, 0, SimTime::from_us(10), SimTime::from_us(8));
         // srtt 2 us, rttvar 1 us: 6 us.
         assert_eq!(s.rto(), SimTime::from_us(6));
         s.on_timeout(1);
         assert_eq!(s.rto(), SimTime::from_us(12));
+    }
+
+    #[test]
+    fn selective_acks_report_the_16_sequence_numbers_below() {
+        let mut r = Receiver::new(LossRecoveryKind::Sack, 40 * MSS as u64, MSS).unwrap();
+        for s in [0, 1, 2, 5, 20] {
+            r.on_data(s);
+        }
+        assert_eq!(r.on_data(3).sack, 0b111);
+        // Below 6: 5, then 3, 2, 1, 0 (4 missing).
+        assert_eq!(r.on_data(6).sack, 0b11_1101);
+        // Below 22: 20 (bit 1) and 6 (bit 15); 5 is 17 below, out of reach.
+        assert_eq!(r.on_data(22).sack, 0x8002);
+    }
+
+    /// A bitmap names a sequence number whose transmission is not where the ACKed one implies
+    /// (a retransmission, sent out of order): it is resolved when it reaches the front.
+    #[test]
+    fn a_sacked_transmission_out_of_place_is_resolved_at_the_front_not_lost() {
+        let mut s = sender(LossRecoveryKind::Sack, 6 * MSS as u64, 3);
+        let (mut seq, mut x) = (0, 0);
+        send_all(&mut s, &mut seq, &mut x);
+        let t = SimTime::from_us(10);
+        for k in 1..4 {
+            s.on_ack(k, k, 0, t, SimTime::ZERO);
+        }
+        // 0 is declared lost and resent as transmission 6.
+        assert_eq!(send_all(&mut s, &mut seq, &mut x).len(), 1);
+        // The ACKs of 4 and of 0's retransmission are lost; 5's reports 4, 3, 2, 1 and 0.
+        let o = s.on_ack(5, 5, 0b1_1111, t, SimTime::ZERO);
+        assert_eq!((o.newly_acked, o.lost), (3000, 0), "5, 4 and 0");
+        assert_eq!(s.inflight, 0);
+        assert!(s.all_acked());
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! per RTT), or cwnd += ai x acked when cwnd is under one packet (per-RTT growth would be too slow
 //! there); at or above target, at most once per smoothed RTT,
 //! cwnd *= max(1 - beta (delay - target) / delay, 1 - max_mdf). A loss declared by reordering or
-//! a NACK cuts cwnd by max_mdf, once per RTT as well; a timeout drops it to the minimum.
+//! a NACK cuts cwnd by max_mdf, once per RTT as well; so does a timeout, and five timeouts in a
+//! row drop it to the minimum.
 //!
 //! MSwift feeds the same law with the median of the last W delay samples, so a few packets
 //! delayed on one bad path of a sprayed flow do not cut the whole window, and ignores losses
@@ -340,12 +341,14 @@ impl CongestionControl for Swift {
             }
             LossKind::Timeout => {
                 self.timeouts_in_row += 1;
-                self.cwnd = if self.timeouts_in_row >= RETX_RESET_THRESHOLD {
-                    self.min_cwnd
-                } else {
-                    (self.cwnd * (1.0 - self.max_mdf)).max(self.min_cwnd)
-                };
-                self.last_decrease = Some(now);
+                // As for fast recovery, the multiplicative cut is once per RTT (Algorithm 1).
+                if self.timeouts_in_row >= RETX_RESET_THRESHOLD {
+                    self.cwnd = self.min_cwnd;
+                    self.last_decrease = Some(now);
+                } else if self.can_decrease(now) {
+                    self.cwnd = (self.cwnd * (1.0 - self.max_mdf)).max(self.min_cwnd);
+                    self.last_decrease = Some(now);
+                }
             }
         }
     }
@@ -465,6 +468,21 @@ mod tests {
         // 1 - 0.8 x 117/130 = 0.28 would be deeper than 1 - max_mdf.
         s.on_ack(&ack(us(100), us(130)));
         assert!((s.cwnd - 0.5 * w0).abs() < 1e-9);
+    }
+
+    /// Swift's Algorithm 1: a retransmission timeout cuts by max_mdf only if the window was not
+    /// cut within the last RTT (the reset to the minimum after five in a row is unguarded).
+    #[test]
+    fn a_timeout_within_an_rtt_of_a_cut_does_not_cut_again() {
+        let mut s = swift();
+        let w0 = s.cwnd;
+        s.on_loss(us(1), MSS, LossKind::Nack);
+        assert_eq!(s.cwnd, 0.5 * w0);
+        // 5 us later, within the 10 us RTT (no sample yet: the base RTT).
+        s.on_loss(us(6), MSS, LossKind::Timeout);
+        assert_eq!(s.cwnd, 0.5 * w0, "cut once per RTT");
+        s.on_loss(us(11), MSS, LossKind::Timeout);
+        assert_eq!(s.cwnd, 0.25 * w0, "a whole RTT after the cut");
     }
 
     #[test]
