@@ -7,6 +7,7 @@ mod common;
 use common::{check_conservation_of, run, scenario_toml};
 use lbsim::ids::{HostId, SwitchId};
 use lbsim::net::Route;
+use lbsim::stats::telemetry::Collected;
 use lbsim::Simulation;
 
 /// One switch, `hosts` hosts at 100 Gb/s (1 us links): the first `fan_in` + 1 run an incast of
@@ -485,5 +486,142 @@ fn tail_loss_probes_deliver_each_byte_exactly_once() {
             }
             assert!(by_tlp[1] <= by_tlp[0], "{lr} {cc}: timeouts {by_tlp:?}");
         }
+    }
+}
+
+/// The built-in k=4 fat-tree (800 Gb/s, 0.5 us links, 800 KB buffers, ECN at 160 KB) running
+/// `cm` (a connection matrix) under `cc` with SACK and ECMP, sampled every 5 us: the run and
+/// each flow's bytes acknowledged at every sample's end.
+fn sampled_matrix(name: &str, cc: &str, cm: &str) -> (Simulation, Vec<Vec<(u64, u64)>>) {
+    let dir = common::TempDir::new("transports", name);
+    let p = dir.join("flows.cm");
+    std::fs::write(&p, cm).unwrap();
+    let sets = [
+        "topology.k=4".to_string(),
+        format!("transport.cc={cc}"),
+        "transport.loss_recovery=sack".into(),
+        "load_balancing.scheme=ecmp".into(),
+        "workload.kind=connection_matrix".into(),
+        format!("workload.path=\"{}\"", p.display()),
+        "telemetry.enabled=true".into(),
+        "telemetry.ports=none".into(),
+        "telemetry.flows=all".into(),
+        "telemetry.sample_ns=5000".into(),
+    ];
+    let sets: Vec<&str> = sets.iter().map(|s| s.as_str()).collect();
+    let sc = common::scenario(&sets);
+    let mut sim = Simulation::new(sc);
+    let mut rows = Collected::default();
+    sim.run_with(&mut |_| true, Some(&mut rows));
+    let ids = &sim.scenario().flow_ids;
+    let mut acked = vec![vec![]; sim.flows().len()];
+    for r in &rows.flows {
+        let i = ids
+            .iter()
+            .position(|&id| id == r.flow)
+            .expect("a known flow");
+        acked[i].push((r.t_end_ps, r.bytes_acked));
+    }
+    (sim, acked)
+}
+
+/// Bytes `series` acknowledged from `t0` to `t1` (sample ends, ps).
+fn acked_between(series: &[(u64, u64)], t0: u64, t1: u64) -> u64 {
+    let at = |t: u64| {
+        series
+            .iter()
+            .take_while(|&&(end, _)| end <= t)
+            .last()
+            .map_or(0, |&(_, b)| b)
+    };
+    at(t1) - at(t0)
+}
+
+fn jain_of(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    s * s / (x.len() as f64 * q)
+}
+
+/// Jain's index of what each flow delivered over the second half of the time all of them ran
+/// (up to the first completion).
+fn second_half_jain(sim: &Simulation, acked: &[Vec<(u64, u64)>]) -> f64 {
+    let end = sim
+        .flows()
+        .iter()
+        .map(|f| f.finish.unwrap().ps())
+        .min()
+        .unwrap();
+    let start = sim
+        .flows()
+        .iter()
+        .map(|f| f.started.unwrap().ps())
+        .max()
+        .unwrap();
+    let mid = start + (end - start) / 2;
+    let x: Vec<f64> = acked
+        .iter()
+        .map(|s| acked_between(s, mid, end) as f64)
+        .collect();
+    jain_of(&x)
+}
+
+/// Hosts `senders` each sending `bytes` to host 0 from time 0.
+fn into_host_0(senders: &[u32], bytes: u64) -> String {
+    let mut cm = format!("Nodes 16\nConnections {}\n", senders.len());
+    for (i, s) in senders.iter().enumerate() {
+        cm += &format!("{s}->0 id {} start 0 size {bytes}\n", i + 1);
+    }
+    cm
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Before the fair decrease, ECN-marked ACKs with the delay under target changed no window, and
+/// the queue sat between the ECN threshold (160 KB) and the target (one base RTT, about 600 KB):
+/// two senders kept a 2:1 ratio (Jain 0.895 here), eight left two flows starved (0.333).
+#[test]
+fn nscc_windows_sharing_a_downlink_converge_to_a_fair_share() {
+    let (sim, acked) = sampled_matrix("nscc-2", "nscc", &into_host_0(&[4, 5], 16 * MIB));
+    let j2 = second_half_jain(&sim, &acked);
+    let eight = [8, 9, 10, 11, 12, 13, 14, 15];
+    let (sim, acked) = sampled_matrix("nscc-8", "nscc", &into_host_0(&eight, 8 * MIB));
+    let j8 = second_half_jain(&sim, &acked);
+    assert!(
+        j2 >= 0.95 && j8 >= 0.95,
+        "Jain: 2 senders {j2}, 8 senders {j8}"
+    );
+    assert!(
+        sim.summary().cct_over_bound.unwrap() <= 1.1,
+        "{:?}",
+        sim.summary()
+    );
+}
+
+/// Host 4 sends alone from 0; host 5 joins at 50 us. From 60 us (about 10 base RTTs) after it
+/// joins to the first completion, every 20 us the slower of the two delivers at least 0.7 of
+/// the faster (before the fair decrease the joiner stayed at 0.4-0.6 of the incumbent).
+#[test]
+fn a_late_nscc_joiner_reaches_its_share_within_60_us() {
+    let cm = format!(
+        "Nodes 16\nConnections 2\n4->0 id 1 start 0 size {}\n5->0 id 2 start 50000000 size {}\n",
+        16 * MIB,
+        8 * MIB
+    );
+    let (sim, acked) = sampled_matrix("nscc-late", "nscc", &cm);
+    let end = sim
+        .flows()
+        .iter()
+        .map(|f| f.finish.unwrap().ps())
+        .min()
+        .unwrap();
+    let step = 20_000_000;
+    let mut t = 110_000_000;
+    assert!(t + 4 * step <= end, "first completion at {end} ps");
+    while t + step <= end {
+        let a = acked_between(&acked[0], t, t + step) as f64;
+        let b = acked_between(&acked[1], t, t + step) as f64;
+        assert!(a.min(b) >= 0.7 * a.max(b), "{t} ps: {a} vs {b} bytes");
+        t += step;
     }
 }

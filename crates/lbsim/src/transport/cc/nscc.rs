@@ -14,13 +14,22 @@
 //!   cwnd *= max(1 - beta (avg - target) / avg, min_md_factor), avg the queueing delay averaged
 //!   over about the last base RTT (each sample weighs its gap since the previous one, in base
 //!   RTTs, so dense and sparse ACKs forget at the same pace);
-//! - ECN, delay < target: nothing; the marking queue has not delayed the packet yet, and the load
-//!   balancer gets to move traffic off it before the window shrinks.
+//! - ECN, delay < target: fair decrease, `fd x cwnd / BDP` bytes per byte acked, so per window
+//!   of ACKs `fd x cwnd^2 / BDP`: a larger window gives up more. This is SMaRTT's rule (Bonato
+//!   et al., arXiv:2404.01630) and that of UEC's first htsim model (uec.cpp, `fair_decrease`,
+//!   fd 0.8, applied as `cwnd -= dec_bytes x cwnd / bdp`); the UEC 1.0 text leaves the window
+//!   alone here for the load balancer to act. Without it a queue held between the ECN threshold
+//!   and the target moved no window, so competing windows kept whatever ratio they reached
+//!   (two senders into one 800 Gb/s host sat at 601 and 296 KB for the whole run);
+//! - every base RTT, whatever the quadrant: eta, a constant the same for every flow (UEC's htsim
+//!   model, uec.cpp `_eta`, 0.15 MSS x scale_a, added in `fulfill_adjustment`), so a window cut
+//!   to the minimum regrows even while every ACK is marked.
 //!
-//! Increases accumulate and reach the window every `apply_interval_mtus` packets acked or every
-//! base RTT, whichever comes first; a decrease drops what had accumulated. Increase constants
-//! are defined for a 150 kB, 12 us reference network and scaled by BDP / 150 kB (and the
-//! proportional one by target / 12 us too), as UEC prescribes, so defaults hold across speeds.
+//! Increases and fair decreases accumulate and reach the window every `apply_interval_mtus`
+//! packets acked or every base RTT, whichever comes first; a multiplicative decrease drops what
+//! had accumulated. Increase constants are defined for a 150 kB, 12 us reference network and
+//! scaled by BDP / 150 kB (and the proportional one by target / 12 us too), as UEC prescribes,
+//! so defaults hold across speeds.
 //!
 //! Quick adapt: time is cut into epochs of one base RTT. A NACK (a trimmed packet) or a delay
 //! over `quick_adapt_factor x target` during an epoch marks it; when a marked epoch ends having
@@ -58,6 +67,13 @@ pub struct NsccConfig {
     pub min_md_factor: f64,
     /// Fair increase per window of ACKs, in MTUs at the reference BDP (fi, 5).
     pub fair_increase_mtus: f64,
+    /// Increase added once per base RTT whatever the quadrant, in MTUs at the reference BDP
+    /// (eta, 0.15, UEC's htsim model); 0 turns it off.
+    pub eta_mtus: f64,
+    /// Fair decrease on an ECN echo with the delay under target: per byte acked the window loses
+    /// `fair_decrease x cwnd / BDP` bytes (fd, 0.8, SMaRTT and UEC's first htsim model); 0 is
+    /// the UEC 1.0 text's no change.
+    pub fair_decrease: f64,
     /// Proportional increase per window of ACKs at zero delay, in MTUs at the reference BDP and
     /// a 12 us target (alpha, 4).
     pub proportional_gain_mtus: f64,
@@ -88,6 +104,8 @@ impl Default for NsccConfig {
             beta: 0.8,
             min_md_factor: 0.5,
             fair_increase_mtus: 5.0,
+            eta_mtus: 0.15,
+            fair_decrease: 0.8,
             proportional_gain_mtus: 4.0,
             fast_increase_scale: 0.25,
             fast_increase_delay_us: 1.0,
@@ -108,6 +126,8 @@ impl NsccConfig {
         check_range("beta", self.beta, 0.0, 1.0)?;
         check_range("min_md_factor", self.min_md_factor, 0.0, 1.0)?;
         check_min("fair_increase_mtus", self.fair_increase_mtus, 0.0)?;
+        check_min("eta_mtus", self.eta_mtus, 0.0)?;
+        check_min("fair_decrease", self.fair_decrease, 0.0)?;
         check_min("proportional_gain_mtus", self.proportional_gain_mtus, 0.0)?;
         check_min("fast_increase_scale", self.fast_increase_scale, 0.0)?;
         check_min("fast_increase_delay_us", self.fast_increase_delay_us, 0.0)?;
@@ -127,6 +147,12 @@ pub struct Nscc {
     min_md_factor: f64,
     /// Bytes per window of ACKs.
     fair_bytes: f64,
+    /// Bytes added per base RTT (eta).
+    eta_bytes: f64,
+    /// Fair decrease per byte acked, per byte of window: fd / BDP.
+    fd_per_bdp: f64,
+    /// When eta was last added.
+    last_eta: Option<SimTime>,
     /// Bytes per window of ACKs at zero delay.
     prop_bytes: f64,
     fast_scale: f64,
@@ -178,6 +204,9 @@ impl Nscc {
             beta: cfg.beta,
             min_md_factor: cfg.min_md_factor,
             fair_bytes: cfg.fair_increase_mtus * mtu * scale_a,
+            eta_bytes: cfg.eta_mtus * mtu * scale_a,
+            last_eta: None,
+            fd_per_bdp: cfg.fair_decrease / (ctx.bdp as f64).max(1.0),
             prop_bytes: cfg.proportional_gain_mtus * mtu * scale_a * scale_b,
             fast_scale: cfg.fast_increase_scale * scale_a,
             fast_delay: cfg.fast_increase_delay_us * 1e6,
@@ -311,11 +340,16 @@ impl CongestionControl for Nscc {
             }
             (false, true) => self.pending += self.fair_bytes * acked / self.cwnd,
             (true, true) => self.decrease(now),
-            (true, false) => {}
+            (true, false) => self.pending -= self.fd_per_bdp * self.cwnd * acked,
         }
         self.acked_since_apply += s.acked_bytes;
         let last = *self.last_apply.get_or_insert(now);
+        let eta_at = *self.last_eta.get_or_insert(now);
         if self.acked_since_apply >= self.apply_bytes || since(now, last) >= self.base_rtt {
+            if since(now, eta_at) >= self.base_rtt {
+                self.pending += self.eta_bytes;
+                self.last_eta = Some(now);
+            }
             self.cwnd = (self.cwnd + self.pending).clamp(self.min_cwnd, self.max_cwnd);
             self.pending = 0.0;
             self.acked_since_apply = 0;
@@ -456,13 +490,55 @@ mod tests {
     }
 
     #[test]
-    fn ecn_below_target_leaves_the_window_alone() {
+    fn ecn_below_target_is_a_fair_decrease_that_grows_with_the_window() {
         let mut n = nscc();
+        n.cwnd = 100_000.0;
+        // 8 marked ACKs at 2 us (< 9 us): each takes 0.8 x 4096 x 100000 / 150000 bytes, all
+        // applied at the 8th.
+        for i in 0..8 {
+            n.on_ack(&ack(100 * i, 2_000, true));
+        }
+        let want = 100_000.0 - 8.0 * 0.8 * MSS as f64 * 100_000.0 / BDP as f64;
+        assert!((n.cwnd - want).abs() < 1e-6, "{} vs {want}", n.cwnd);
+        // Half the window loses a quarter as much per window of ACKs: per ACK half as much.
+        let mut m = nscc();
+        m.cwnd = 50_000.0;
+        for i in 0..8 {
+            m.on_ack(&ack(100 * i, 2_000, true));
+        }
+        assert!((50_000.0 - m.cwnd - (100_000.0 - want) / 2.0).abs() < 1e-6);
+        // fair_decrease = 0 is UEC 1.0's no change.
+        let cfg = NsccConfig {
+            fair_decrease: 0.0,
+            eta_mtus: 0.0,
+            ..NsccConfig::default()
+        };
+        let mut n = Nscc::new(&cfg, &ctx(true));
         n.cwnd = 100_000.0;
         for i in 0..32 {
             n.on_ack(&ack(100 * i, 2_000, true));
         }
         assert_eq!(n.cwnd, 100_000.0);
+    }
+
+    #[test]
+    fn eta_is_added_once_per_base_rtt_whatever_the_quadrant() {
+        let cfg = NsccConfig {
+            fair_decrease: 0.0,
+            ..NsccConfig::default()
+        };
+        let mut n = Nscc::new(&cfg, &ctx(true));
+        n.cwnd = 100_000.0;
+        // Marked ACKs under target every 1 us from 0: applications at 7, 15, 23 and 31 us; eta
+        // (0.15 x 4160 bytes at the reference BDP) at the first 12 us after the last: 15, 31.
+        for i in 0..32 {
+            n.on_ack(&ack(1_000 * i, 2_000, true));
+        }
+        assert!(
+            (n.cwnd - (100_000.0 + 2.0 * 0.15 * MTU as f64)).abs() < 1e-6,
+            "{}",
+            n.cwnd
+        );
     }
 
     #[test]
@@ -475,8 +551,10 @@ mod tests {
         n.on_ack(&ack(2_000, 18_000, true));
         n.on_ack(&ack(12_999, 18_000, true));
         assert!((n.cwnd - 0.6 * w0).abs() < 1e-6);
+        // A base RTT after the first ACK the increases are applied: only eta (0.15 MTU) is due.
         n.on_ack(&ack(13_000, 18_000, true));
-        assert!((n.cwnd - 0.36 * w0).abs() < 1e-6);
+        let eta = 0.15 * MTU as f64;
+        assert!((n.cwnd - (0.36 * w0 + eta)).abs() < 1e-6, "{}", n.cwnd);
     }
 
     #[test]
@@ -565,6 +643,8 @@ mod tests {
         assert_eq!(bad(|c| c.beta = 2.0), "beta");
         assert_eq!(bad(|c| c.min_md_factor = -0.5), "min_md_factor");
         assert_eq!(bad(|c| c.fair_increase_mtus = -1.0), "fair_increase_mtus");
+        assert_eq!(bad(|c| c.eta_mtus = -1.0), "eta_mtus");
+        assert_eq!(bad(|c| c.fair_decrease = f64::NAN), "fair_decrease");
         assert_eq!(
             bad(|c| c.proportional_gain_mtus = f64::INFINITY),
             "proportional_gain_mtus"
