@@ -758,6 +758,9 @@ impl Fabric {
         let p = &mut self.ports[port.idx()];
         if want {
             p.pause(cx.now);
+            if let Some(o) = &mut self.obs {
+                o.paused(cx.now, port);
+            }
             return (!switch).then_some((HostId(port.0), true));
         }
         if p.resume(cx.now) {
