@@ -147,6 +147,28 @@ fn paused_ports_series_add_up_and_every_pause_is_an_event() {
 }
 
 #[test]
+fn headers_returned_to_their_sender_are_not_drops() {
+    // The return-to-sender incast: 20 KB data queues, control queues of two 64-byte headers.
+    let (sim, rows) = sampled(&[
+        "topology.k=4",
+        "topology.buffer_bytes=20000",
+        "topology.control_buffer_bytes=128",
+        "transport.loss_recovery=trim",
+        "topology.return_to_sender=true",
+        "workload.kind=incast",
+        "workload.fan_in=8",
+        "workload.message_bytes=262144",
+        "telemetry.enabled=true",
+        "telemetry.events=[\"drops\"]",
+    ]);
+    let s = sim.summary();
+    assert!(s.rts_packets.unwrap() > 0);
+    let events = rows.events.len() as u64;
+    let drops: u64 = rows.ports.iter().map(|r| r.drops).sum();
+    assert_eq!((events, drops), (s.packets_dropped, s.packets_dropped));
+}
+
+#[test]
 fn flow_series_end_at_the_message_size() {
     let mut sets = SMALL.to_vec();
     sets.extend([
