@@ -90,11 +90,7 @@ pub fn lower_bound_ignoring_deps(
     if deps.gated.is_empty() {
         return lower_bound(topo, flows, s);
     }
-    let origin = (0..flows.len())
-        .filter(|&f| !deps.gated(f))
-        .map(|f| flows[f].start)
-        .min()
-        .unwrap_or(SimTime::ZERO);
+    let origin = origin(flows, deps, 0..flows.len());
     let starts: Vec<Option<SimTime>> = (0..flows.len())
         .map(|f| {
             Some(if deps.gated(f) {
@@ -120,7 +116,17 @@ pub fn lower_bound_with_deps(
     }
     let range = 0..flows.len();
     let starts = schedule(topo, flows, deps, range.clone(), s);
-    bound_from_starts(topo, flows, &starts, range, s)
+    origin(flows, deps, range.clone()) + bound_from_starts(topo, flows, &starts, range, s)
+}
+
+/// Where [`schedule`] measures a range's times from: the earliest start of its ungated flows
+/// (zero if it has none: then everything waits on triggers fed from outside).
+pub(crate) fn origin(flows: &[FlowSpec], deps: &Dependencies, range: Range<usize>) -> SimTime {
+    range
+        .filter(|&f| !deps.gated(f))
+        .map(|f| flows[f].start)
+        .min()
+        .unwrap_or(SimTime::ZERO)
 }
 
 /// The bound of the flows in `range` with earliest starts `starts` (indexed by flow; `None`
@@ -204,10 +210,11 @@ fn link_bound(
 }
 
 /// Earliest possible start of every flow in `range` (None: never starts), measured from the
-/// range's own origin: ungated flows at their `start` minus the earliest ungated start, gated
-/// flows whose triggers are fed only from outside the range at the origin, the rest as their
-/// triggers allow. Activations from outside the range count as already done. For the whole
-/// workload (`range` = every flow) the origin is zero and times are absolute.
+/// range's own [`origin`]: ungated flows at their `start` minus the earliest ungated start,
+/// gated flows whose triggers are fed only from outside the range at the origin, the rest as
+/// their triggers allow. Activations from outside the range count as already done. The whole
+/// workload is a range like any other (a collective alone, started late, is measured from its
+/// start; nothing of it starts earlier, since every trigger waits for a flow of it).
 pub(crate) fn schedule(
     topo: &Topology,
     flows: &[FlowSpec],
@@ -217,16 +224,7 @@ pub(crate) fn schedule(
 ) -> Vec<Option<SimTime>> {
     let inside = |f: usize| range.contains(&f);
     let whole = range.start == 0 && range.end == flows.len();
-    let origin = if whole {
-        SimTime::ZERO
-    } else {
-        range
-            .clone()
-            .filter(|&f| !deps.gated(f))
-            .map(|f| flows[f].start)
-            .min()
-            .unwrap_or(SimTime::ZERO)
-    };
+    let origin = origin(flows, deps, range.clone());
     let feeds = |f: usize| {
         let r = deps.on_recv_done.get(f).into_iter().flatten();
         r.chain(deps.on_send_done.get(f).into_iter().flatten())
