@@ -1,7 +1,7 @@
 //! The lower bound holds on every run: random small scenarios (topology, workload including
 //! connection matrices with flows both ways and trigger chains, collectives started late and
-//! repeated, two jobs sharing the fabric, sizes, ACK sizes, every scheme, loss recovery and
-//! congestion control) never finish before their bound, nor does any collective before its
+//! repeated, two jobs sharing the fabric, oversubscribed leaf-spines, sizes, ACK sizes, paced
+//! hosts, every scheme, loss recovery and congestion control) never finish before their bound, nor does any collective before its
 //! own; they conserve packets and deliver every byte exactly once; and each gives the same
 //! flows and counters when it is cut into two or three partitions.
 
@@ -18,6 +18,7 @@ enum Topo {
         leaves: u32,
         hosts: u32,
         spines: u32,
+        oversubscription: u32,
     },
 }
 
@@ -50,6 +51,8 @@ struct Case {
     /// Collectives and jobs: start in microseconds, and repetitions.
     start_us: u32,
     iterations: u32,
+    /// transport.rate_coef in hundredths.
+    rate_coef: u32,
     seed: u64,
 }
 
@@ -74,11 +77,14 @@ const WORKLOADS: &[&str] = &[
 fn topo() -> impl Strategy<Value = Topo> {
     prop_oneof![
         prop_oneof![Just(2u32), Just(4)].prop_map(Topo::FatTree),
-        (1u32..4, 1u32..5, 1u32..3).prop_map(|(leaves, hosts, spines)| Topo::LeafSpine {
-            leaves,
-            hosts: hosts.max(if leaves == 1 { 2 } else { 1 }),
-            spines,
-        }),
+        (1u32..4, 1u32..5, 1u32..3, prop_oneof![Just(1u32), Just(4)]).prop_map(
+            |(leaves, hosts, spines, oversubscription)| Topo::LeafSpine {
+                leaves,
+                hosts: hosts.max(if leaves == 1 { 2 } else { 1 }),
+                spines,
+                oversubscription,
+            }
+        ),
     ]
 }
 
@@ -107,13 +113,14 @@ fn case() -> impl Strategy<Value = Case> {
             ),
             prop_oneof![Just(0u32), Just(3), Just(20), Just(100)],
             1u32..4,
+            prop_oneof![2 => Just(100u32), 1 => Just(50), 1 => Just(30)],
             any::<u64>(),
         ),
     )
         .prop_map(
             |(
                 (topo, gbps, latency_ns, switch_ns, buffer, payload, header, ack),
-                (scheme, lr, cc, workload, bytes, cm, start_us, iterations, seed),
+                (scheme, lr, cc, workload, bytes, cm, start_us, iterations, rate_coef, seed),
             )| Case {
                 topo,
                 gbps,
@@ -131,6 +138,7 @@ fn case() -> impl Strategy<Value = Case> {
                 cm,
                 start_us,
                 iterations,
+                rate_coef,
                 seed,
             },
         )
@@ -154,6 +162,7 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
         format!("transport.loss_recovery={}", LRS[c.lr]),
         format!("transport.cc={}", CCS[c.cc]),
         format!("workload.message_bytes={}", c.bytes),
+        format!("transport.rate_coef={}", c.rate_coef as f64 / 100.0),
         // A cap keeps pathological combinations (go-back-N under spraying) short; a run it
         // stops has no CCT and only the invariants are checked.
         "end_time_us=20000".to_string(),
@@ -164,11 +173,13 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
             leaves,
             hosts,
             spines,
+            oversubscription,
         } => s.extend([
             "topology.kind=leaf_spine".to_string(),
             format!("topology.leaves={leaves}"),
             format!("topology.hosts_per_leaf={hosts}"),
             format!("topology.spines={spines}"),
+            format!("topology.oversubscription={oversubscription}"),
         ]),
     }
     let n = c.topo.hosts();
@@ -369,6 +380,56 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
         sum.packets_dropped + sum.packets_trimmed > 0,
         late,
     ))
+}
+
+/// CCT over bound of a scenario of one flow, built from `sets` on the built-in one, and the
+/// flow's hosts.
+fn ratio(sets: &[&str]) -> (f64, (u32, u32)) {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let file = ScenarioFile::builtin(&sets).unwrap();
+    let sc = Scenario::build(file, &Origin::builtin()).unwrap();
+    assert_eq!(sc.flows.len(), 1, "{sets:?}");
+    let hosts = (sc.flows[0].src.0, sc.flows[0].dst.0);
+    let mut sim = Simulation::new(sc);
+    sim.run();
+    eprintln!("{sets:?}: CCT/bound {:?}", sim.summary().cct_over_bound);
+    (sim.summary().cct_over_bound.unwrap(), hosts)
+}
+
+#[test]
+fn a_lone_flow_is_bounded_by_its_pacer_and_its_leaf_uplinks() {
+    // The idealized sender at rate_coef x line rate: its FCT is its paced packets plus the
+    // tail, and so is the bound (the hand calculation is in stats::bound's unit tests).
+    let lone = [
+        "topology.k=4",
+        "workload.kind=incast",
+        "workload.fan_in=1",
+        "workload.message_bytes=1048576",
+    ];
+    for coef in ["0.5", "0.3"] {
+        let mut sets = lone.to_vec();
+        let c = format!("transport.rate_coef={coef}");
+        sets.push(&c);
+        let (x, _) = ratio(&sets);
+        assert!((1.0..1.001).contains(&x), "rate_coef {coef}: CCT/bound {x}");
+    }
+    // One host a leaf over 2 spines of 25 Gb/s (oversubscribed 2:1): a sprayed lone flow
+    // between the leaves runs at the 50 Gb/s of its leaf's uplinks, which the bound counts.
+    let (x, (src, dst)) = ratio(&[
+        "topology.kind=leaf_spine",
+        "topology.hosts_per_leaf=1",
+        "topology.leaves=2",
+        "topology.spines=2",
+        "topology.oversubscription=2",
+        "topology.link_gbps=100",
+        "load_balancing.scheme=host_spray",
+        "workload.kind=incast",
+        "workload.fan_in=1",
+        "workload.message_bytes=262144",
+        "topology.buffer_bytes=4000000",
+    ]);
+    assert_ne!(src, dst, "one host a leaf: a flow between leaves");
+    assert!((1.0..1.01).contains(&x), "leaf-spine 4:1: CCT/bound {x}");
 }
 
 #[test]

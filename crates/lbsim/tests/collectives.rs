@@ -36,6 +36,7 @@ fn sizes(sc: &Scenario) -> Sizes {
         mss: sc.file.packet.payload_bytes,
         header: sc.file.packet.header_bytes,
         ack: sc.file.packet.ack_bytes,
+        pace: lbsim::stats::bound::pace_rate(sc.topology.host_rate, sc.settings.rate_coef),
     }
 }
 
