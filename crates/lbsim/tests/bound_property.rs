@@ -1,8 +1,9 @@
 //! The lower bound holds on every run: random small scenarios (topology, workload including
-//! connection matrices with flows both ways and trigger chains, sizes, ACK sizes, every scheme,
-//! loss recovery and congestion control) never finish before their bound, conserve packets and
-//! deliver every byte exactly once; and each gives the same flows and counters when it is cut
-//! into two or three partitions.
+//! connection matrices with flows both ways and trigger chains, collectives started late and
+//! repeated, two jobs sharing the fabric, oversubscribed leaf-spines, sizes, ACK sizes, paced
+//! hosts, every scheme, loss recovery and congestion control) never finish before their bound, nor does any collective before its
+//! own; they conserve packets and deliver every byte exactly once; and each gives the same
+//! flows and counters when it is cut into two or three partitions.
 
 mod common;
 
@@ -17,6 +18,7 @@ enum Topo {
         leaves: u32,
         hosts: u32,
         spines: u32,
+        oversubscription: u32,
     },
 }
 
@@ -46,6 +48,11 @@ struct Case {
     bytes: u64,
     /// Connection-matrix flows: (src, dst, bytes, start in ns, waits on the previous flow).
     cm: Vec<(u32, u32, u64, u32, bool)>,
+    /// Collectives and jobs: start in microseconds, and repetitions.
+    start_us: u32,
+    iterations: u32,
+    /// transport.rate_coef in hundredths.
+    rate_coef: u32,
     seed: u64,
 }
 
@@ -62,16 +69,22 @@ const WORKLOADS: &[&str] = &[
     "ring_allreduce",
     "halving_doubling_allreduce",
     "fsdp",
+    "ring_allgather",
+    "pairwise_all_to_all",
+    "jobs",
 ];
 
 fn topo() -> impl Strategy<Value = Topo> {
     prop_oneof![
         prop_oneof![Just(2u32), Just(4)].prop_map(Topo::FatTree),
-        (1u32..4, 1u32..5, 1u32..3).prop_map(|(leaves, hosts, spines)| Topo::LeafSpine {
-            leaves,
-            hosts: hosts.max(if leaves == 1 { 2 } else { 1 }),
-            spines,
-        }),
+        (1u32..4, 1u32..5, 1u32..3, prop_oneof![Just(1u32), Just(4)]).prop_map(
+            |(leaves, hosts, spines, oversubscription)| Topo::LeafSpine {
+                leaves,
+                hosts: hosts.max(if leaves == 1 { 2 } else { 1 }),
+                spines,
+                oversubscription,
+            }
+        ),
     ]
 }
 
@@ -98,13 +111,16 @@ fn case() -> impl Strategy<Value = Case> {
                 (0u32..64, 0u32..64, 1u64..100_000, 0u32..5000, any::<bool>()),
                 1..8,
             ),
+            prop_oneof![Just(0u32), Just(3), Just(20), Just(100)],
+            1u32..4,
+            prop_oneof![2 => Just(100u32), 1 => Just(50), 1 => Just(30)],
             any::<u64>(),
         ),
     )
         .prop_map(
             |(
                 (topo, gbps, latency_ns, switch_ns, buffer, payload, header, ack),
-                (scheme, lr, cc, workload, bytes, cm, seed),
+                (scheme, lr, cc, workload, bytes, cm, start_us, iterations, rate_coef, seed),
             )| Case {
                 topo,
                 gbps,
@@ -120,6 +136,9 @@ fn case() -> impl Strategy<Value = Case> {
                 workload,
                 bytes,
                 cm,
+                start_us,
+                iterations,
+                rate_coef,
                 seed,
             },
         )
@@ -143,6 +162,7 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
         format!("transport.loss_recovery={}", LRS[c.lr]),
         format!("transport.cc={}", CCS[c.cc]),
         format!("workload.message_bytes={}", c.bytes),
+        format!("transport.rate_coef={}", c.rate_coef as f64 / 100.0),
         // A cap keeps pathological combinations (go-back-N under spraying) short; a run it
         // stops has no CCT and only the invariants are checked.
         "end_time_us=20000".to_string(),
@@ -153,16 +173,60 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
             leaves,
             hosts,
             spines,
+            oversubscription,
         } => s.extend([
             "topology.kind=leaf_spine".to_string(),
             format!("topology.leaves={leaves}"),
             format!("topology.hosts_per_leaf={hosts}"),
             format!("topology.spines={spines}"),
+            format!("topology.oversubscription={oversubscription}"),
         ]),
     }
     let n = c.topo.hosts();
     let w = WORKLOADS[c.workload];
-    s.push(format!("workload.kind={w}"));
+    if w == "jobs" {
+        // Two jobs, the second on the upper half of the hosts (all of them if too few) and
+        // started later: a ring all-reduce and a ring all-gather, each repeated.
+        s.retain(|k| !k.starts_with("workload."));
+        let g = (n / 2).max(2);
+        let first = if n >= 4 { n / 2 } else { 0 };
+        for (j, kind, first, start) in [
+            (0, "ring_allreduce", 0, c.start_us),
+            (1, "ring_allgather", first, c.start_us + 7),
+        ] {
+            s.extend([
+                format!("jobs.{j}.kind={kind}"),
+                format!("jobs.{j}.group_size={g}"),
+                format!("jobs.{j}.first_host={first}"),
+                format!("jobs.{j}.message_bytes={}", c.bytes),
+                format!("jobs.{j}.start_us={start}"),
+                format!("jobs.{j}.iterations={}", c.iterations),
+            ]);
+        }
+        return (s, None);
+    }
+    if w == "pairwise_all_to_all" {
+        s.extend([
+            "workload.kind=all_to_all".to_string(),
+            "workload.all_to_all_algorithm=pairwise".to_string(),
+        ]);
+    } else {
+        s.push(format!("workload.kind={w}"));
+    }
+    if matches!(
+        w,
+        "ring_allreduce"
+            | "halving_doubling_allreduce"
+            | "fsdp"
+            | "ring_allgather"
+            | "pairwise_all_to_all"
+    ) {
+        // Started late and repeated: each collective's bound is measured from its own start.
+        s.extend([
+            format!("workload.start_us={}", c.start_us),
+            format!("workload.iterations={}", c.iterations),
+        ]);
+    }
     if matches!(w, "incast" | "outcast") {
         s.push(format!(
             "workload.fan_in={}",
@@ -233,8 +297,9 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
     (s, Some(text))
 }
 
-/// What a case exercised: (ran, finished with a CCT, lost or trimmed packets).
-type Seen = (bool, bool, bool);
+/// What a case exercised: (ran, finished with a CCT, lost or trimmed packets, a collective
+/// that started after time zero and finished).
+type Seen = (bool, bool, bool, bool);
 
 fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError> {
     let (mut s, cm) = sets(c);
@@ -250,7 +315,7 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
             if verbose {
                 eprintln!("skip: {e}");
             }
-            return Ok((false, false, false));
+            return Ok((false, false, false, false));
         }
     };
     // Some draws are unworkable (an ECN-driven CC whose threshold never marks, a scheme that
@@ -261,7 +326,7 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
             if verbose {
                 eprintln!("skip: {e}");
             }
-            return Ok((false, false, false));
+            return Ok((false, false, false, false));
         }
     };
     let labels = sc.labels.clone();
@@ -302,16 +367,69 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
         prop_assert!(sum.lower_bound_ps >= sum.lower_bound_ignoring_deps_ps);
     }
     let report = lbsim::stats::collectives::report(&labels, &sim.flow_records());
+    let mut late = false;
     for r in &report.collectives {
         if let Some(cct) = r.cct_ps {
             prop_assert!(cct >= r.bound_ps, "collective {:?}: {:?}", r, s);
+            late |= r.start_ps.is_some_and(|t| t > 0);
         }
     }
     Ok((
         true,
         sum.cct_ps.is_some(),
         sum.packets_dropped + sum.packets_trimmed > 0,
+        late,
     ))
+}
+
+/// CCT over bound of a scenario of one flow, built from `sets` on the built-in one, and the
+/// flow's hosts.
+fn ratio(sets: &[&str]) -> (f64, (u32, u32)) {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let file = ScenarioFile::builtin(&sets).unwrap();
+    let sc = Scenario::build(file, &Origin::builtin()).unwrap();
+    assert_eq!(sc.flows.len(), 1, "{sets:?}");
+    let hosts = (sc.flows[0].src.0, sc.flows[0].dst.0);
+    let mut sim = Simulation::new(sc);
+    sim.run();
+    eprintln!("{sets:?}: CCT/bound {:?}", sim.summary().cct_over_bound);
+    (sim.summary().cct_over_bound.unwrap(), hosts)
+}
+
+#[test]
+fn a_lone_flow_is_bounded_by_its_pacer_and_its_leaf_uplinks() {
+    // The idealized sender at rate_coef x line rate: its FCT is its paced packets plus the
+    // tail, and so is the bound (the hand calculation is in stats::bound's unit tests).
+    let lone = [
+        "topology.k=4",
+        "workload.kind=incast",
+        "workload.fan_in=1",
+        "workload.message_bytes=1048576",
+    ];
+    for coef in ["0.5", "0.3"] {
+        let mut sets = lone.to_vec();
+        let c = format!("transport.rate_coef={coef}");
+        sets.push(&c);
+        let (x, _) = ratio(&sets);
+        assert!((1.0..1.001).contains(&x), "rate_coef {coef}: CCT/bound {x}");
+    }
+    // One host a leaf over 2 spines of 25 Gb/s (oversubscribed 2:1): a sprayed lone flow
+    // between the leaves runs at the 50 Gb/s of its leaf's uplinks, which the bound counts.
+    let (x, (src, dst)) = ratio(&[
+        "topology.kind=leaf_spine",
+        "topology.hosts_per_leaf=1",
+        "topology.leaves=2",
+        "topology.spines=2",
+        "topology.oversubscription=2",
+        "topology.link_gbps=100",
+        "load_balancing.scheme=host_spray",
+        "workload.kind=incast",
+        "workload.fan_in=1",
+        "workload.message_bytes=262144",
+        "topology.buffer_bytes=4000000",
+    ]);
+    assert_ne!(src, dst, "one host a leaf: a flow between leaves");
+    assert!((1.0..1.01).contains(&x), "leaf-spine 4:1: CCT/bound {x}");
 }
 
 #[test]
@@ -331,21 +449,24 @@ fn every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
             proptest::test_runner::RngAlgorithm::ChaCha,
         ),
     );
-    let seen = std::cell::Cell::new([0u32; 3]);
+    let seen = std::cell::Cell::new([0u32; 4]);
     let counter = std::cell::Cell::new(0u64);
     let result = runner.run(&case(), |c| {
         counter.set(counter.get() + 1);
         let got = check(&c, &dir, counter.get())?;
         let mut n = seen.get();
-        for (k, hit) in [got.0, got.1, got.2].into_iter().enumerate() {
+        for (k, hit) in [got.0, got.1, got.2, got.3].into_iter().enumerate() {
             n[k] += hit as u32;
         }
         seen.set(n);
         Ok(())
     });
     result.unwrap();
-    let [ran, finished, lossy] = seen.get();
-    eprintln!("{cases} random scenarios: {ran} ran, {finished} finished, {lossy} lost packets");
+    let [ran, finished, lossy, late] = seen.get();
+    eprintln!(
+        "{cases} random scenarios: {ran} ran, {finished} finished, {lossy} lost packets, \
+         {late} finished a collective that started after zero"
+    );
     // Most draws must run and finish, and some must lose packets, or the property says little.
     assert!(ran * 10 >= cases * 7, "only {ran} of {cases} cases ran");
     assert!(
@@ -353,4 +474,8 @@ fn every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
         "only {finished} of {ran} runs finished"
     );
     assert!(lossy * 20 >= ran, "only {lossy} of {ran} runs lost packets");
+    assert!(
+        late * 10 >= ran,
+        "only {late} of {ran} runs had a late collective"
+    );
 }

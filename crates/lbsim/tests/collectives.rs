@@ -36,6 +36,7 @@ fn sizes(sc: &Scenario) -> Sizes {
         mss: sc.file.packet.payload_bytes,
         header: sc.file.packet.header_bytes,
         ack: sc.file.packet.ack_bytes,
+        pace: lbsim::stats::bound::pace_rate(sc.topology.host_rate, sc.settings.rate_coef),
     }
 }
 
@@ -491,6 +492,51 @@ fn jobs_share_the_fabric_with_their_own_start_and_placement() {
     let e =
         scenario_err("[workload]\nkind = \"all_to_all\"\n[[jobs]]\nkind = \"ring_allgather\"\n");
     assert!(e.contains("`workload`") && e.contains("[[jobs]]"), "{e}");
+}
+
+#[test]
+fn a_collective_bound_is_measured_from_its_own_start() {
+    // One collective started late: its bound is a duration from that start, the same as when
+    // it starts at zero, and (it being the whole workload) the same as summary.json's.
+    let cases: &[&[&str]] = &[
+        &[
+            "workload.kind=ring_allgather",
+            "workload.message_bytes=262144",
+            "workload.start_us=20",
+        ],
+        &[
+            "workload.kind=ring_allreduce",
+            "workload.message_bytes=262144",
+            "workload.start_us=100",
+        ],
+        &[
+            "workload.kind=all_to_all",
+            "workload.all_to_all_algorithm=pairwise",
+            "workload.message_bytes=65536",
+            "workload.start_us=20",
+        ],
+    ];
+    for case in cases {
+        let late = with(&["topology.k=4", "workload.group_size=4"], case);
+        let at_zero: Vec<&str> = case
+            .iter()
+            .copied()
+            .filter(|s| !s.starts_with("workload.start_us"))
+            .collect();
+        let early = with(&["topology.k=4", "workload.group_size=4"], &at_zero);
+        assert_eq!(late.labels.collectives.len(), 1, "{case:?}");
+        let bound = late.labels.collectives[0].bound;
+        assert_eq!(bound, early.labels.collectives[0].bound, "{case:?}");
+        let res = lbsim::run(late);
+        let (c, s) = (&res.collectives.collectives[0], &res.summary);
+        assert_eq!(c.bound_ps, s.lower_bound_ps, "{case:?}");
+        assert_eq!(c.cct_ps, s.cct_ps, "{case:?}");
+        assert!(c.cct_over_bound.unwrap() >= 1.0, "{case:?}");
+        assert_eq!(
+            res.collectives.jobs[0].mean_cct_over_bound,
+            s.cct_over_bound
+        );
+    }
 }
 
 fn scenario_err(toml: &str) -> String {

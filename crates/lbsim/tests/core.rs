@@ -291,6 +291,7 @@ fn lower_bound_of_a_permutation_by_hand() {
         mss: 4096,
         header: 82,
         ack: 64,
+        pace: None,
     };
     let b = lbsim::stats::bound::lower_bound(&topo, &flows, s);
     let want = 512 * 4178 * 80 + 334_240 + 2_000_000;

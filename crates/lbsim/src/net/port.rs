@@ -784,10 +784,17 @@ impl Port {
     /// a `sync` it added could not change what a later `sync` finds, but reading needs none).
     pub fn occupancy_at(&self, end: SimTime) -> (u128, u64) {
         let (mut area, mut held) = (self.area, 0);
+        if self.paused_bytes > 0 {
+            area += self.paused_bytes as u128 * (end.0 - self.paused_since.0) as u128;
+            held += self.paused_bytes;
+        }
         let mut n = self.ring.tail;
         while n != self.ring.dep {
             n = n.wrapping_sub(1);
             let e = self.at(n);
+            if e.tx_end == Port::UNSCHEDULED {
+                continue; // paused data: counted above, up to `end`
+            }
             if e.tx_end <= end {
                 break;
             }
@@ -963,6 +970,8 @@ mod tests {
         // Mid-pause the integral counts the waiting data up to the instant asked.
         let mid = (80 + 150 + 150 + 90) * 1000 * 1000 + 100 * 38 * 1000;
         assert_eq!(p.area_until(ns(150)), mid as u128);
+        // Telemetry reads the same integral, and the three paused packets as held.
+        assert_eq!(p.occupancy_at(ns(150)), (mid as u128, 3000));
         p.sync(ns(150));
         assert_eq!(p.next_departure(), Port::UNSCHEDULED);
         assert_eq!((p.queued_bytes, p.data_bytes()), (3000, 3000));
@@ -981,6 +990,9 @@ mod tests {
         assert_eq!(p.paused_for(ns(1000)), ns(160));
         let full = (80 + 280 + 360 + 380) * 1000 * 1000 + 100 * 38 * 1000;
         assert_eq!(p.area_until(ns(1000)), full as u128);
+        // At 300 ns data 1 has left; 2 and 3 are held until 360 and 440 ns.
+        let at_300 = full - (60 + 140) * 1000 * 1000;
+        assert_eq!(p.occupancy_at(ns(300)), (at_300 as u128, 2000));
         // A port paused with nothing on the wire puts a control packet at its head.
         let mut q = port();
         q.prio = true;

@@ -240,6 +240,7 @@ impl Scenario {
             mss: file.packet.payload_bytes,
             header: file.packet.header_bytes,
             ack: file.packet.ack_bytes,
+            pace: bound::pace_rate(topology.host_rate, file.transport.rate_coef),
         };
         for c in &mut labels.collectives {
             c.bound = crate::stats::collectives::bound(&topology, &flows, &deps, &c.flows, sizes);
@@ -294,6 +295,7 @@ impl Scenario {
                     mss: file.packet.payload_bytes,
                     header: file.packet.header_bytes,
                     ack: file.packet.ack_bytes,
+                    pace: None,
                 };
                 let lb = bound::lower_bound(&topology, &flows, sizes);
                 // With dependencies the flows run in steps: allow for every step in series

@@ -253,7 +253,7 @@ impl Fabric {
         p.sync(cx.now);
         if self.prio && kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
-                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
+                return refused(p, &mut self.obs, &self.slots, self.rts, cx.now, port, i);
             }
         } else {
             let held = if self.prio {
@@ -263,7 +263,7 @@ impl Fabric {
             };
             let full = held + bytes > p.buffer_bytes;
             if full && !self.trim {
-                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
+                return refused(p, &mut self.obs, &self.slots, self.rts, cx.now, port, i);
             }
             if kind == PacketKind::Data && marks(p, self.red, self.red_salt, port) {
                 mark(p, &mut self.obs, &mut self.slots, cx, port, i);
@@ -285,7 +285,7 @@ impl Fabric {
                     o.trimmed(cx.now, port, self.slots.pkt(i).flow);
                 }
                 if p.ctrl_bytes as u64 + self.trim_header as u64 > self.ctrl_cap {
-                    return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
+                    return refused(p, &mut self.obs, &self.slots, self.rts, cx.now, port, i);
                 }
                 let header = self.trim_header;
                 admit_to(p, &mut self.hops, &mut self.obs, cx, port, i, header, false);
@@ -583,6 +583,7 @@ impl Fabric {
             };
             match self.enqueue(cx, out, i, from, (packet.wire_bytes, packet.kind)) {
                 None => return Arrival::Forwarded,
+                // The same test as `refused`, which counted no drop for it.
                 Some(dropped) if self.rts && self.slots.pkt(dropped).kind == PacketKind::Header => {
                     self.turn_around(cx, dropped);
                     i = dropped;
@@ -624,12 +625,12 @@ impl Fabric {
         let p = &mut self.ports[port.idx()];
         if kind != PacketKind::Data {
             if p.ctrl_bytes as u64 + bytes > self.ctrl_cap {
-                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
+                return refused(p, &mut self.obs, &self.slots, self.rts, cx.now, port, i);
             }
         } else {
             let f = from.idx();
             if pfc.held[f] + bytes > pfc.buffer {
-                return refused(p, &mut self.obs, &self.slots, cx.now, port, i);
+                return refused(p, &mut self.obs, &self.slots, self.rts, cx.now, port, i);
             }
             if marks(p, self.red, self.red_salt, port) {
                 mark(p, &mut self.obs, &mut self.slots, cx, port, i);
@@ -758,6 +759,9 @@ impl Fabric {
         let p = &mut self.ports[port.idx()];
         if want {
             p.pause(cx.now);
+            if let Some(o) = &mut self.obs {
+                o.paused(cx.now, port);
+            }
             return (!switch).then_some((HostId(port.0), true));
         }
         if p.resume(cx.now) {
@@ -808,16 +812,21 @@ fn admit_to(
 }
 
 /// A port refused the packet in slot `i` (its buffer is full): counted, logged if telemetry
-/// asks, and handed back for release.
+/// asks, and handed back for release. Under return-to-sender (`rts`) a refused header is not
+/// lost but turned around by the caller, so it is neither counted nor logged as a drop.
 #[inline]
 fn refused(
     p: &mut Port,
     obs: &mut Option<Box<Observe>>,
     slots: &Slots,
+    rts: bool,
     now: SimTime,
     port: PortId,
     i: u32,
 ) -> Option<u32> {
+    if rts && slots.pkt(i).kind == PacketKind::Header {
+        return Some(i);
+    }
     p.stats.drops += 1;
     observe(obs, slots, now, EventKind::Drop, Some(port), i);
     Some(i)

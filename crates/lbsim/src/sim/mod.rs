@@ -368,8 +368,9 @@ impl Simulation {
     pub fn new(sc: Scenario) -> Simulation {
         let st = &sc.settings;
         let topo = &sc.topology;
-        let pace_rate = BitsPerSec(((topo.host_rate.0 as f64) * st.rate_coef).round() as u64);
-        let pace_rate = BitsPerSec(pace_rate.0.max(1));
+        // The lower bound counts data at this rate: one formula for both.
+        let pace_rate =
+            crate::stats::bound::pace_rate(topo.host_rate, st.rate_coef).unwrap_or(topo.host_rate);
         let fabric = Fabric::new(&sc);
         let hosts = Hosts::new(&sc, pace_rate);
         let flows = build_flows(&sc, pace_rate);

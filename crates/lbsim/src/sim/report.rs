@@ -201,6 +201,7 @@ impl Simulation {
             mss: pk.payload_bytes,
             header: pk.header_bytes,
             ack: pk.ack_bytes,
+            pace: bound::pace_rate(sc.topology.host_rate, sc.settings.rate_coef),
         };
         let rel = |t: SimTime| SimTime(t.ps().saturating_sub(first_start.ps()));
         let lb = rel(bound::lower_bound_with_deps(

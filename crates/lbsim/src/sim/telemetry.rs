@@ -79,8 +79,13 @@ impl Observe {
         });
     }
 
-    /// Records an event of `kind` if the plan asks for it. PFC's pauses are to be recorded
-    /// here too, as `EventKind::Pause` with the paused port, once the fabric models them.
+    /// PFC paused `port` (a PAUSE frame reached it, or a pause was imposed on it).
+    #[cold]
+    pub(super) fn paused(&mut self, now: SimTime, port: PortId) {
+        self.note(now, EventKind::Pause, Some(port), FlowId(NIL));
+    }
+
+    /// Records an event of `kind` if the plan asks for it.
     #[cold]
     fn note(&mut self, t: SimTime, kind: EventKind, port: Option<PortId>, flow: FlowId) {
         let on = match kind {

@@ -8,11 +8,22 @@
 //!
 //! Per flow f with earliest start s_f, wire bytes W_f and the path's tail
 //! tail_f = propagation + store-and-forward of its smallest packet at every link past the first:
-//! - the flow alone: s_f + W_f / B + tail_f;
+//! - the flow alone: s_f + N(f) + tail_f, and the flow alone through its ToRs' cuts (below);
 //! - a host's NIC (a single server with release times): for every threshold t among the starts
-//!   of its outgoing flows, t + (bytes of those starting at or after t) / B + their smallest tail;
-//! - a host's downlink, the same over its incoming flows (the bytes reach the ToR no earlier than
-//!   one serialization on the uplink plus the latencies before it, and host links are alike).
+//!   of its outgoing flows, t + N(those starting at or after t) + their smallest tail;
+//! - a host's downlink, the same over its incoming flows at line rate B (the bytes reach the ToR
+//!   no earlier than one serialization on the uplink plus the latencies before it, and host
+//!   links are alike);
+//! - a ToR's uplinks (every flow leaving its hosts crosses them; spines x uplink rate in a
+//!   leaf-spine) and its downlinks from above, each as one server of their summed rate: for every
+//!   threshold t among the flows' earliest arrivals there (the smallest packet's store and
+//!   forward and the propagation before the cut), t + their bytes / rate + the smallest tail past
+//!   the cut.
+//!
+//! N is the NIC's time for data: W / B at line rate; with `rate_coef` < 1 the host's pacer
+//! spaces every data packet by its wire time at the pacing rate P, and only the last one sent
+//! leaves at line rate: the sum over the packets of their paced times, less the largest
+//! (paced - line) time of one packet among them (each rounded up, as the pacer does).
 //!
 //! With dependencies, s_f is itself bounded: a trigger cannot fire before the `needed`-th
 //! smallest of its feeders' bounds (order statistics are monotone), and a gated flow cannot
@@ -29,18 +40,27 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 
-use crate::net::Topology;
-use crate::time::SimTime;
+use crate::ids::{HostId, NodeId, SwitchId};
+use crate::net::{Route, Topology};
+use crate::time::{BitsPerSec, SimTime};
 use crate::transport::Flow;
 use crate::workload::{Dependencies, FlowSpec};
 
 /// Packet sizes the bound needs (`ack` is kept for callers that size ACK traffic; the bound
-/// itself does not count ACKs).
+/// itself does not count ACKs), and the rate hosts pace data at (None: line rate).
 #[derive(Clone, Copy, Debug)]
 pub struct Sizes {
     pub mss: u32,
     pub header: u32,
     pub ack: u32,
+    pub pace: Option<BitsPerSec>,
+}
+
+/// The host pacer's rate: line rate x `rate_coef`, rounded, at least 1 b/s (what the simulation
+/// paces at; None when that is the line rate).
+pub fn pace_rate(line: BitsPerSec, rate_coef: f64) -> Option<BitsPerSec> {
+    let r = BitsPerSec((((line.0 as f64) * rate_coef).round() as u64).max(1));
+    (r != line).then_some(r)
 }
 
 /// Wire bytes of a message's data packets without loss.
@@ -64,11 +84,142 @@ pub(crate) fn path_tail(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
         .fold(p.latency, |t, r| t + r.serialization(pkt))
 }
 
-/// A flow alone on an idle path: its NIC time plus its tail.
+/// A flow's data as the NIC sees it: wire bytes, the sum of its packets' paced times and the
+/// most one of them gains by leaving last at line rate (both zero without pacing).
+#[derive(Clone, Copy, Debug, Default)]
+struct Nic {
+    bytes: u64,
+    paced: u64,
+    gain: u64,
+}
+
+impl Nic {
+    fn of(topo: &Topology, size: u64, s: Sizes) -> Nic {
+        let bytes = data_wire_bytes(size, s);
+        let Some(p) = s.pace else {
+            return Nic {
+                bytes,
+                ..Nic::default()
+            };
+        };
+        let n = Flow::packets_needed(size, s.mss);
+        let (full, last) = (s.mss as u64 + s.header as u64, min_packet(size, s));
+        let gain = |w: u64| p.serialization(w).ps() - topo.host_rate.serialization(w).ps();
+        Nic {
+            bytes,
+            paced: p
+                .serialization(full)
+                .ps()
+                .saturating_mul(n.saturating_sub(1))
+                .saturating_add(p.serialization(last).ps()),
+            gain: if n > 1 {
+                gain(full).max(gain(last))
+            } else {
+                gain(last)
+            },
+        }
+    }
+
+    fn add(self, o: Nic) -> Nic {
+        Nic {
+            bytes: self.bytes.saturating_add(o.bytes),
+            paced: self.paced.saturating_add(o.paced),
+            gain: self.gain.max(o.gain),
+        }
+    }
+
+    /// The NIC's least time to put all of it out.
+    fn time(self, topo: &Topology, s: Sizes) -> SimTime {
+        match s.pace {
+            None => topo.host_rate.serialization(self.bytes),
+            Some(_) => SimTime(self.paced - self.gain),
+        }
+    }
+}
+
+/// The links of the path from `src` to `dst` (the routes' first choices, as
+/// [`Topology::path`]): (rate, latency) of each, the NIC first.
+fn hops(topo: &Topology, src: HostId, dst: HostId) -> Vec<(BitsPerSec, SimTime)> {
+    let mut out = Vec::with_capacity(6);
+    let mut link = &topo.links[topo.host_uplink(src).idx()];
+    loop {
+        out.push((link.rate, link.latency));
+        let NodeId::Switch(sw) = link.to else {
+            return out;
+        };
+        let port = match topo.route(sw, dst) {
+            Route::Port(p) => p,
+            Route::Group { first, .. } => first,
+        };
+        link = &topo.links[port.idx()];
+    }
+}
+
+/// A host's ToR.
+fn tor(topo: &Topology, h: HostId) -> SwitchId {
+    match topo.links[topo.host_uplink(h).idx()].to {
+        NodeId::Switch(s) => s,
+        NodeId::Host(_) => unreachable!("a host's link leads to its ToR"),
+    }
+}
+
+/// The summed rate of ToR `t`'s links up (toward `away`, a host under another ToR) and of the
+/// links back down into it (each up link's far end routes to `home`, a host under `t`).
+fn cut_rates(topo: &Topology, t: SwitchId, away: HostId, home: HostId) -> (BitsPerSec, BitsPerSec) {
+    let Route::Group { first, n } = topo.route(t, away) else {
+        unreachable!("a ToR reaches other ToRs' hosts through its up group")
+    };
+    let (mut up, mut down) = (0u64, 0u64);
+    for p in first.0..first.0 + n {
+        let l = &topo.links[p as usize];
+        up = up.saturating_add(l.rate.0);
+        if let NodeId::Switch(x) = l.to {
+            if let Route::Port(back) = topo.route(x, home) {
+                down = down.saturating_add(topo.links[back.idx()].rate.0);
+            }
+        }
+    }
+    (BitsPerSec(up.max(1)), BitsPerSec(down.max(1)))
+}
+
+/// Where a flow that leaves its ToR meets the two cuts: (earliest arrival at the up cut, tail
+/// past it, earliest arrival at the down cut, tail past it), from its start, for its smallest
+/// packet. None for a flow that stays under one ToR.
+fn cut_times(topo: &Topology, f: &FlowSpec, s: Sizes) -> Option<[SimTime; 4]> {
+    if tor(topo, f.src) == tor(topo, f.dst) {
+        return None;
+    }
+    let h = hops(topo, f.src, f.dst);
+    let m = h.len();
+    let pkt = min_packet(f.size_bytes, s);
+    // Before link k: store and forward and propagation on the links before it.
+    let before = |k: usize| {
+        h[..k]
+            .iter()
+            .fold(SimTime::ZERO, |t, &(r, l)| t + r.serialization(pkt) + l)
+    };
+    // Past link k's serialization: its propagation, then the later links.
+    let past = |k: usize| {
+        h[k + 1..]
+            .iter()
+            .fold(h[k].1, |t, &(r, l)| t + r.serialization(pkt) + l)
+    };
+    Some([before(1), past(1), before(m - 2), past(m - 2)])
+}
+
+/// A flow alone on an idle path: its NIC time plus its tail, or its time through either of its
+/// ToRs' cuts, whichever is longer (from its start).
 fn alone(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
-    topo.host_rate
-        .serialization(data_wire_bytes(f.size_bytes, s))
-        + path_tail(topo, f, s)
+    let nic = Nic::of(topo, f.size_bytes, s);
+    let mut t = nic.time(topo, s) + path_tail(topo, f, s);
+    if let Some([up_at, up_tail, down_at, down_tail]) = cut_times(topo, f, s) {
+        let up = cut_rates(topo, tor(topo, f.src), f.dst, f.src).0;
+        let down = cut_rates(topo, tor(topo, f.dst), f.src, f.dst).1;
+        t = t
+            .max(up_at + up.serialization(nic.bytes) + up_tail)
+            .max(down_at + down.serialization(nic.bytes) + down_tail);
+    }
+    t
 }
 
 /// The lower bound of independent flows, each from its own `start` (dependencies ignored), as
@@ -90,11 +241,7 @@ pub fn lower_bound_ignoring_deps(
     if deps.gated.is_empty() {
         return lower_bound(topo, flows, s);
     }
-    let origin = (0..flows.len())
-        .filter(|&f| !deps.gated(f))
-        .map(|f| flows[f].start)
-        .min()
-        .unwrap_or(SimTime::ZERO);
+    let origin = origin(flows, deps, 0..flows.len());
     let starts: Vec<Option<SimTime>> = (0..flows.len())
         .map(|f| {
             Some(if deps.gated(f) {
@@ -120,7 +267,17 @@ pub fn lower_bound_with_deps(
     }
     let range = 0..flows.len();
     let starts = schedule(topo, flows, deps, range.clone(), s);
-    bound_from_starts(topo, flows, &starts, range, s)
+    origin(flows, deps, range.clone()) + bound_from_starts(topo, flows, &starts, range, s)
+}
+
+/// Where [`schedule`] measures a range's times from: the earliest start of its ungated flows
+/// (zero if it has none: then everything waits on triggers fed from outside).
+pub(crate) fn origin(flows: &[FlowSpec], deps: &Dependencies, range: Range<usize>) -> SimTime {
+    range
+        .filter(|&f| !deps.gated(f))
+        .map(|f| flows[f].start)
+        .min()
+        .unwrap_or(SimTime::ZERO)
 }
 
 /// The bound of the flows in `range` with earliest starts `starts` (indexed by flow; `None`
@@ -136,39 +293,47 @@ pub(crate) fn bound_from_starts(
         .filter(|&i| starts[i].is_some())
         .map(|i| i as u32)
         .collect();
-    let alone = started.iter().map(|&i| {
-        let f = &flows[i as usize];
-        starts[i as usize].unwrap()
-            + topo
-                .host_rate
-                .serialization(data_wire_bytes(f.size_bytes, s))
-            + path_tail(topo, f, s)
-    });
+    let alone = started
+        .iter()
+        .map(|&i| starts[i as usize].unwrap() + alone(topo, &flows[i as usize], s));
     alone
         .max()
         .unwrap_or(SimTime::ZERO)
         .max(link_bound(topo, flows, &started, starts, s))
 }
 
-/// One server (a host link) with jobs released over time, sorted by release time, latest first:
-/// for every release time t, t plus the bytes released at or after t plus the smallest tail
-/// among them.
-fn release_bound(topo: &Topology, jobs: &[(SimTime, u64, SimTime)]) -> SimTime {
-    let (mut bytes, mut tail, mut best) = (0u64, SimTime::MAX, SimTime::ZERO);
-    for (i, j) in jobs.iter().enumerate() {
-        bytes = bytes.saturating_add(j.1);
-        tail = tail.min(j.2);
-        // Evaluate once per distinct release time, after all jobs released then are counted.
-        if jobs.get(i + 1).is_none_or(|n| n.0 != j.0) {
-            best = best.max(j.0 + topo.host_rate.serialization(bytes) + tail);
+/// One server with jobs (release, data, tail past it) released over time, sorted by release
+/// time, latest first: for every release time t and every tail q, over the jobs released at or
+/// after t whose tails are at least q, t plus the server's time for their data (`time`) plus q.
+/// (Thresholds on the tail too keep the bound monotone: a job released later never lowers it
+/// by bringing a short tail into an earlier threshold's set.)
+fn release_bound(jobs: &[(SimTime, Nic, SimTime)], time: impl Fn(Nic) -> SimTime) -> SimTime {
+    let mut tails: Vec<SimTime> = jobs.iter().map(|j| j.2).collect();
+    tails.sort_unstable();
+    tails.dedup();
+    let mut best = SimTime::ZERO;
+    for &q in &tails {
+        let mut data = Nic::default();
+        let mut last = None;
+        for j in jobs.iter().filter(|j| j.2 >= q) {
+            // Evaluate once per distinct release time, after all jobs released then are counted.
+            if let Some(t) = last.filter(|&t| t != j.0) {
+                best = best.max(t + time(data) + q);
+            }
+            data = data.add(j.1);
+            last = Some(j.0);
+        }
+        if let Some(t) = last {
+            best = best.max(t + time(data) + q);
         }
     }
     best
 }
 
-/// The busiest host link's term over the flows of `set` (distinct indices, each started, from
+/// The busiest server's term over the flows of `set` (distinct indices, each started, from
 /// its bounded start in `start`): every source NIC and every destination downlink as a single
-/// server with release times.
+/// server with release times, and every ToR's uplinks and its downlinks from above, each
+/// summed into one server, over the flows that cross them.
 fn link_bound(
     topo: &Topology,
     flows: &[FlowSpec],
@@ -176,38 +341,68 @@ fn link_bound(
     start: &[Option<SimTime>],
     s: Sizes,
 ) -> SimTime {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Server {
+        Nic,
+        Downlink,
+        Up,
+        Down,
+    }
     let mut best = SimTime::ZERO;
-    // (host, start, wire bytes, tail), grouped by host with the latest starts first.
-    let mut jobs: Vec<(u32, SimTime, u64, SimTime)> = Vec::with_capacity(set.len());
-    let mut scratch: Vec<(SimTime, u64, SimTime)> = Vec::new();
-    for out in [true, false] {
+    // (server's key, release, data, tail, flow), grouped by key with the latest releases first.
+    let mut jobs: Vec<(u32, SimTime, Nic, SimTime, u32)> = Vec::with_capacity(set.len());
+    let mut scratch: Vec<(SimTime, Nic, SimTime)> = Vec::new();
+    let cuts: Vec<Option<[SimTime; 4]>> = set
+        .iter()
+        .map(|&i| cut_times(topo, &flows[i as usize], s))
+        .collect();
+    for server in [Server::Nic, Server::Downlink, Server::Up, Server::Down] {
         jobs.clear();
-        for &i in set {
+        for (k, &i) in set.iter().enumerate() {
             let f = &flows[i as usize];
             let st = start[i as usize].expect("the set's flows have started");
-            let host = if out { f.src.0 } else { f.dst.0 };
-            jobs.push((
-                host,
-                st,
-                data_wire_bytes(f.size_bytes, s),
-                path_tail(topo, f, s),
-            ));
+            let data = match server {
+                Server::Nic => Nic::of(topo, f.size_bytes, s),
+                _ => Nic {
+                    bytes: data_wire_bytes(f.size_bytes, s),
+                    ..Nic::default()
+                },
+            };
+            let job = match (server, cuts[k]) {
+                (Server::Nic, _) => (f.src.0, st, path_tail(topo, f, s)),
+                (Server::Downlink, _) => (f.dst.0, st, path_tail(topo, f, s)),
+                (Server::Up, Some([at, tail, _, _])) => (tor(topo, f.src).0, st + at, tail),
+                (Server::Down, Some([_, _, at, tail])) => (tor(topo, f.dst).0, st + at, tail),
+                _ => continue,
+            };
+            jobs.push((job.0, job.1, data, job.2, i));
         }
         jobs.sort_unstable_by_key(|j| (j.0, Reverse(j.1)));
         for group in jobs.chunk_by(|a, b| a.0 == b.0) {
             scratch.clear();
             scratch.extend(group.iter().map(|j| (j.1, j.2, j.3)));
-            best = best.max(release_bound(topo, &scratch));
+            let f = &flows[group[0].4 as usize];
+            let rate = match server {
+                Server::Nic | Server::Downlink => topo.host_rate,
+                Server::Up => cut_rates(topo, tor(topo, f.src), f.dst, f.src).0,
+                Server::Down => cut_rates(topo, tor(topo, f.dst), f.src, f.dst).1,
+            };
+            let b = match server {
+                Server::Nic => release_bound(&scratch, |d| d.time(topo, s)),
+                _ => release_bound(&scratch, |d| rate.serialization(d.bytes)),
+            };
+            best = best.max(b);
         }
     }
     best
 }
 
 /// Earliest possible start of every flow in `range` (None: never starts), measured from the
-/// range's own origin: ungated flows at their `start` minus the earliest ungated start, gated
-/// flows whose triggers are fed only from outside the range at the origin, the rest as their
-/// triggers allow. Activations from outside the range count as already done. For the whole
-/// workload (`range` = every flow) the origin is zero and times are absolute.
+/// range's own [`origin`]: ungated flows at their `start` minus the earliest ungated start,
+/// gated flows whose triggers are fed only from outside the range at the origin, the rest as
+/// their triggers allow. Activations from outside the range count as already done. The whole
+/// workload is a range like any other (a collective alone, started late, is measured from its
+/// start; nothing of it starts earlier, since every trigger waits for a flow of it).
 pub(crate) fn schedule(
     topo: &Topology,
     flows: &[FlowSpec],
@@ -217,16 +412,7 @@ pub(crate) fn schedule(
 ) -> Vec<Option<SimTime>> {
     let inside = |f: usize| range.contains(&f);
     let whole = range.start == 0 && range.end == flows.len();
-    let origin = if whole {
-        SimTime::ZERO
-    } else {
-        range
-            .clone()
-            .filter(|&f| !deps.gated(f))
-            .map(|f| flows[f].start)
-            .min()
-            .unwrap_or(SimTime::ZERO)
-    };
+    let origin = origin(flows, deps, range.clone());
     let feeds = |f: usize| {
         let r = deps.on_recv_done.get(f).into_iter().flatten();
         r.chain(deps.on_send_done.get(f).into_iter().flatten())
@@ -325,6 +511,7 @@ mod tests {
         mss: 4096,
         header: 82,
         ack: 64,
+        pace: None,
     };
 
     fn flow(src: u32, dst: u32, size: u64, start: u64) -> FlowSpec {
@@ -366,6 +553,66 @@ mod tests {
         assert_eq!(
             lower_bound(&k4_100g(), &flows, S),
             SimTime(1_000_000_000 + ser + tail_intra_tor)
+        );
+    }
+
+    #[test]
+    fn a_paced_flow_spaces_all_but_its_last_packet_at_the_pacing_rate() {
+        // rate_coef 0.5 at 100 Gb/s: the pacer lets a 4178-B packet go every 668.48 ns (160 ps
+        // a byte); the last one leaves at line rate (334.24 ns). Then the tail as alone.
+        let paced = Sizes {
+            pace: pace_rate(BitsPerSec::from_gbps(100.0), 0.5),
+            ..S
+        };
+        assert_eq!(paced.pace, Some(BitsPerSec::from_gbps(50.0)));
+        let tail = 6_000_000 + 5 * 334_240;
+        assert_eq!(
+            lower_bound(&k4_100g(), &[flow(0, 15, 8192, 0)], paced),
+            SimTime(668_480 + 334_240 + tail)
+        );
+        // 4178, 4178 and 1082 B: 2 x 668,480 + 173,120 paced, less the most a packet gains by
+        // going last (a full one: 668,480 - 334,240); the tail of the 1082-B packet.
+        let nic = 2 * 668_480 + 173_120 - 334_240;
+        assert_eq!(
+            lower_bound(&k4_100g(), &[flow(0, 15, 9192, 0)], paced),
+            SimTime(nic + 6_000_000 + 5 * 86_560)
+        );
+        // A host's flows share its pacer: two of 2 packets each from host 0, 3 paced gaps.
+        let two = [flow(0, 15, 8192, 0), flow(0, 14, 8192, 0)];
+        assert_eq!(
+            lower_bound(&k4_100g(), &two, paced),
+            SimTime(3 * 668_480 + 334_240 + tail)
+        );
+        assert_eq!(pace_rate(BitsPerSec::from_gbps(100.0), 1.0), None);
+    }
+
+    #[test]
+    fn a_leaf_uplink_cut_bounds_a_lone_cross_leaf_flow() {
+        // 2 leaves of 2 hosts, 2 spines at 25 Gb/s (4:1): host 0 -> host 2 crosses leaf 0's
+        // uplinks, 50 Gb/s together (160 ps a byte), and leaf 1's two downlinks from the spines,
+        // the same. 64 packets of 4178 B: 267,392 B through the cut = 42,782,720 ps; before
+        // it the first packet's NIC serialization (334,240) and 1 us; after it 1 us, one
+        // serialization at 25 Gb/s (1,336,960), 1 us, one at 100 Gb/s (334,240) and 1 us.
+        let topo = Topology::leaf_spine(
+            2,
+            2,
+            2,
+            crate::net::topology::TEST_LINKS,
+            BitsPerSec::from_gbps(25.0),
+        );
+        let want = 334_240 + 1_000_000 + 42_782_720 + 3_000_000 + 1_336_960 + 334_240;
+        let f = [flow(0, 2, 64 * 4096, 0)];
+        assert_eq!(lower_bound(&topo, &f, S), SimTime(want));
+        // The NIC alone would say 64 x 334,240 plus the tail: far less.
+        assert!(64 * 334_240 + 4_000_000 + 2 * 1_336_960 + 334_240 < want);
+        // Two flows out of leaf 0 from its two hosts share the cut: twice the bytes.
+        let f = [flow(0, 2, 64 * 4096, 0), flow(1, 3, 64 * 4096, 0)];
+        assert_eq!(lower_bound(&topo, &f, S), SimTime(want + 42_782_720));
+        // Under one leaf nothing crosses: the host links decide.
+        let f = [flow(0, 1, 64 * 4096, 0)];
+        assert_eq!(
+            lower_bound(&topo, &f, S),
+            SimTime(64 * 334_240 + 2_000_000 + 334_240)
         );
     }
 

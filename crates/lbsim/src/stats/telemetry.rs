@@ -81,8 +81,8 @@ pub enum EventKind {
     Mark,
     /// A data packet's payload trimmed at a full switch port.
     Trim,
-    /// A port paused by PFC. Accepted in `events` now; recorded once PFC is modelled (the
-    /// fabric calls `note` with this kind when a port pauses).
+    /// An egress port paused by PFC (no flow): one per pause, not per frame that finds it
+    /// paused already.
     Pause,
 }
 
