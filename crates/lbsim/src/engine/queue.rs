@@ -352,6 +352,21 @@ impl<E: Copy + Into<u32> + From<u32>> EventQueue<E> {
         self.cur + ((slot + self.wheel_buckets() - start) as u64 & self.mask)
     }
 
+    /// Removes every event, in key order, and rewinds the wheel to time zero. Popping alone
+    /// leaves the cursor at the last event's bucket, and everything pushed back below it would
+    /// pile into that one bucket (a partitioned run's set, rebuilt before the run, held all its
+    /// flow starts in one bucket and sorted it over and over).
+    pub fn drain_all(&mut self) -> Vec<(SimTime, u32, E)> {
+        let mut all = Vec::with_capacity(self.len());
+        while let Some((t, rank, e, _)) = self.pop_ranked() {
+            all.push((t, rank, e));
+        }
+        self.cur = 0;
+        self.cur_slot = self.slot(0);
+        self.head = 0;
+        all
+    }
+
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
@@ -686,5 +701,26 @@ mod tests {
             }
             prop_assert_eq!(got, expected);
         }
+    }
+
+    #[test]
+    fn a_drained_wheel_takes_events_back_into_their_own_buckets() {
+        let mut q: EventQueue<u32> = EventQueue::with_span(1000, 1_000_000);
+        for i in 0..100u64 {
+            q.push(SimTime(i * 10_000), i as u32);
+        }
+        q.push(SimTime(50_000_000), 1000);
+        let all = q.drain_all();
+        assert_eq!(all.len(), 101);
+        for &(t, rank, e) in &all {
+            q.push_ranked(t, rank, e);
+        }
+        // Time zero's bucket holds only its own event, not every event before the far one.
+        let s0 = q.slot(0);
+        assert_eq!(q.len[s0], 1);
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        let mut want: Vec<u32> = (0..100).collect();
+        want.push(1000);
+        assert_eq!(order, want);
     }
 }

@@ -297,15 +297,11 @@ impl Simulation {
             .map(|f| plan.host[f.src.idx()])
             .collect();
         // Before any event is handled the set holds flow starts and control changes only.
-        let mut kept = Vec::new();
-        while let Some((t, rank, ev, _)) = self.cx.events.pop_ranked() {
+        for (t, rank, ev) in self.cx.events.drain_all() {
             match Event::from(ev) {
                 Event::FlowStart(f) if owner[f.idx()] != me => {}
-                _ => kept.push((t, rank, ev)),
+                _ => self.cx.events.push_ranked(t, rank, ev),
             }
-        }
-        for (t, rank, ev) in kept {
-            self.cx.events.push_ranked(t, rank, ev);
         }
         let shared = shared_triggers(&self.sc, plan)
             .into_iter()
