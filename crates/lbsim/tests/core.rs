@@ -179,6 +179,33 @@ fn a_partitioned_run_stopped_mid_flight_conserves_packets() {
     }
 }
 
+/// A cap that falls in the window after the last completion, with events still due before it
+/// ends, ends the run where a partitioned run ends it: at its last event (one thread once
+/// ended at the cap instead: 5,243,250 against 5,243,240 ps, and the mean queue differed).
+#[test]
+fn a_cap_inside_the_last_window_ends_the_run_alike_on_any_thread_count() {
+    let base = ["topology.k=4", "workload.message_bytes=65536"];
+    let free = run(scenario(&base));
+    let last_finish = free.flows().iter().filter_map(|f| f.finish).max().unwrap();
+    let end = free.summary().end_ps;
+    assert!(
+        end > last_finish.ps() + 1,
+        "events must follow the last completion"
+    );
+    // Just before the last event: every flow has completed, and an event lies past the cap.
+    let cap = format!("end_time_us={:.6}", (end - 1) as f64 / 1e6);
+    let sets = [base[0], base[1], cap.as_str()];
+    let one = run(scenario(&sets));
+    assert_eq!(one.summary().flows_completed, 16, "the cap must not bind");
+    let mut two = Simulation::new(scenario(&sets));
+    two.set_threads(2);
+    two.run();
+    assert!(matches!(two.parallel(), Some(lbsim::sim::Parallel::Ran(_))));
+    let (a, b) = (one.summary(), two.summary());
+    assert_eq!(a.end_ps, b.end_ps);
+    assert_eq!(a.mean_queue_bytes, b.mean_queue_bytes);
+}
+
 /// A packet on a link between partitions has no event on the sending side: the windows must
 /// not skip past its arrival when nothing else is due. One lone packet to another pod over slow
 /// links (serialization well over a window) crosses such a link while both partitions idle; its

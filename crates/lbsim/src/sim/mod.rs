@@ -487,8 +487,12 @@ impl Simulation {
         // What is due from `stop_at` on is left pending: `now` stays at the last event handled.
         while let Some((t, rank, ev, next)) = self.cx.events.pop_ranked_before(stop_at) {
             if t > cap {
-                // The run stops at the cap; what was pending is left undone.
-                self.cx.now = cap;
+                // The run stops at the cap; what was pending is left undone. A run whose flows
+                // all completed ends at its last event, as a partitioned run does (the cap only
+                // cut the window that runs on past the last completion).
+                if !(total > 0 && self.completed == total) {
+                    self.cx.now = cap;
+                }
                 break;
             }
             if t > next_sample {
