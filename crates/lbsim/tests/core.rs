@@ -368,6 +368,46 @@ fn triggers_chain_flows_barrier_and_delay() {
     );
 }
 
+/// htsim's multishot trigger starts one target per activation, in the order they were given:
+/// flow 3 at flow 1's completion and flow 4 at flow 2's (both once started at flow 1's).
+#[test]
+fn a_multishot_trigger_starts_one_target_per_activation() {
+    let sc = cm_scenario(
+        "Nodes 16\nConnections 4\nTriggers 1\n\
+         0->9 id 1 start 0 size 4096 recv_done_trigger 1\n\
+         1->10 id 2 start 0 size 409600 recv_done_trigger 1\n\
+         2->11 id 3 trigger 1 size 4096\n\
+         3->12 id 4 trigger 1 size 4096\n\
+         trigger id 1 multishot\n",
+        K4_100G,
+    );
+    let sim = run(sc);
+    let f = sim.flows();
+    assert!(f[0].finish < f[1].finish);
+    assert_eq!(f[2].started, f[0].finish);
+    assert_eq!(f[3].started, f[1].finish);
+}
+
+/// A NIC serves its flows in turn from the first packet: flows that start at one instant all
+/// join its ring before it picks. Three two-packet flows starting together go f1 f2 f3 f1 f2
+/// f3: f1's last packet leaves after 4 slots, not 2 (the first to start, alone on an idle NIC,
+/// was served twice: f1 f1 f2 f3 f2 f3).
+#[test]
+fn flows_starting_together_take_turns_from_the_first_packet() {
+    let sc = cm_scenario(
+        "Nodes 16\nConnections 3\n0->1 id 1 start 0 size 8192\n\
+         0->2 id 2 start 0 size 8192\n0->3 id 3 start 0 size 8192\n",
+        K4_100G,
+    );
+    let sim = run(sc);
+    let ser = 334_240u64;
+    let f = sim.flows();
+    // 0->1 crosses its ToR (2 hops); 0->2 and 0->3 its pod (4 hops).
+    assert_eq!(f[0].finish, Some(SimTime(4 * ser + ser + 2_000_000)));
+    assert_eq!(f[1].finish, Some(SimTime(5 * ser + 3 * ser + 4_000_000)));
+    assert_eq!(f[2].finish, Some(SimTime(6 * ser + 3 * ser + 4_000_000)));
+}
+
 #[test]
 fn a_gated_flow_whose_trigger_never_fires_is_reported_unfinished() {
     let mut sc = cm_scenario(
@@ -422,7 +462,10 @@ fn ideal_erasure_hands_over_each_byte_once() {
 /// The idealized sender sends its message once and then waits for the ACK of completion: with
 /// no loss it sends exactly the packets its message needs (it once kept sending new packets
 /// for a round trip after each message, which a ring's next step then shared the NIC with:
-/// this ring ran at 2.07x its bound with 26,878 packets sent; now 1.25x with 10,160).
+/// this ring ran at 2.07x its bound with 26,878 packets sent; now 1.32x with 10,160). What is
+/// left over the bound is latency: a chunk crosses to the next host every eighth step, so about
+/// 16 crossings, each 5 packets plus a 1-3 us path, lie end to end, which the bound (the busiest
+/// NIC's bytes) does not count.
 #[test]
 fn an_idealized_ring_sends_each_crossing_packet_once() {
     // 128 ranks, 8 per host on 16 hosts: 127 steps of 17,090 B (5 packets) cross each NIC.
@@ -437,7 +480,7 @@ fn an_idealized_ring_sends_each_crossing_packet_once() {
     assert_eq!((c.data_sent, c.data_dropped), (16 * 127 * 5, 0));
     let s = sim.summary();
     assert_eq!(s.flows_completed, s.flows);
-    assert!(s.cct_over_bound.unwrap() < 1.3, "{:?}", s.cct_over_bound);
+    assert!(s.cct_over_bound.unwrap() < 1.35, "{:?}", s.cct_over_bound);
 }
 
 /// With losses (ECMP collisions on the default permutation) the idealized sender replaces what

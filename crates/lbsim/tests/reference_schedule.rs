@@ -897,49 +897,41 @@ fn lone_flows_agree_with_the_reference_schedule() {
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip (issue 38)"]
 fn one_flow_per_host_agrees_with_the_reference_schedule() {
     family("permutation", 1, 10, permutation);
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip, and a flow starting on an idle NIC is served twice (issue 38)"]
 fn ring_allgathers_agree_with_the_reference_schedule() {
     family("ring_allgather", 2, 8, ring_allgather);
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip, and a flow starting on an idle NIC is served twice (issue 38)"]
 fn ring_reduce_scatters_agree_with_the_reference_schedule() {
     family("ring_reduce_scatter", 3, 8, ring_reduce_scatter);
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip, and a flow starting on an idle NIC is served twice (issue 38)"]
 fn ring_allreduces_agree_with_the_reference_schedule() {
     family("ring_allreduce", 4, 8, ring_allreduce);
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip (issue 38)"]
 fn halving_doubling_allreduces_agree_with_the_reference_schedule() {
     family("halving_doubling", 5, 8, halving_doubling);
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip (issue 38)"]
 fn pairwise_all_to_alls_agree_with_the_reference_schedule() {
     family("pairwise", 6, 8, pairwise);
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip, and a flow starting on an idle NIC is served twice (issue 38)"]
 fn fsdp_iterations_agree_with_the_reference_schedule() {
     family("fsdp", 7, 8, fsdp);
 }
 
 #[test]
-#[ignore = "a finished flow's sender keeps sending for a round trip (issue 38)"]
 fn connection_matrices_with_triggers_agree_with_the_reference_schedule() {
     family("triggers", 8, 10, triggers);
 }

@@ -239,14 +239,11 @@ impl ControlPlane {
             let tr = &deps.triggers[t as usize];
             let count = &mut self.trigger_counts[t as usize];
             *count += 1;
-            let fire = *count == tr.needed || (tr.multishot && *count > tr.needed);
-            if fire {
-                for &target in &tr.targets {
-                    let (t, f) = (cx.now + tr.delay, FlowId(target));
-                    match &mut self.remote {
-                        Some(r) if r.owner[f.idx()] != r.me => r.out.push((t, f)),
-                        _ => cx.push(t, Event::FlowStart(f)),
-                    }
+            for &target in fired(tr, *count) {
+                let (t, f) = (cx.now + tr.delay, FlowId(target));
+                match &mut self.remote {
+                    Some(r) if r.owner[f.idx()] != r.me => r.out.push((t, f)),
+                    _ => cx.push(t, Event::FlowStart(f)),
                 }
             }
         }
@@ -267,13 +264,26 @@ impl ControlPlane {
             let tr = &deps.triggers[t as usize];
             let count = &mut self.trigger_counts[t as usize];
             *count += 1;
-            if *count == tr.needed || (tr.multishot && *count > tr.needed) {
-                for &target in &tr.targets {
-                    if r.owner[target as usize] == r.me {
-                        events.push(at + tr.delay, Event::FlowStart(FlowId(target)).into());
-                    }
+            for &target in fired(tr, *count) {
+                if r.owner[target as usize] == r.me {
+                    events.push(at + tr.delay, Event::FlowStart(FlowId(target)).into());
                 }
             }
         }
+    }
+}
+
+/// The targets trigger `tr` starts on its `count`-th activation: all of them when it reaches its
+/// count (oneshot, barrier); a multishot trigger starts one target per activation, in the order
+/// the targets were given, as htsim's does (its first activation the first target, and so on).
+fn fired(tr: &crate::workload::Trigger, count: u32) -> &[u32] {
+    if tr.multishot {
+        let i = count as usize;
+        return tr.targets.get(i.wrapping_sub(1)..i).unwrap_or(&[]);
+    }
+    if count == tr.needed {
+        &tr.targets
+    } else {
+        &[]
     }
 }

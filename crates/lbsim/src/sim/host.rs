@@ -221,7 +221,13 @@ impl Hosts {
         let src = flow.src;
         let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
         self.hosts[src.idx()].active.push_back(f);
-        self.try_send(e, src);
+        // The NIC picks once every flow starting at this instant has joined its ring (a wake-up
+        // ranks after them), so flows starting together take turns from their first packet:
+        // picking at once gave the first of them, alone on an idle NIC, two turns in a row.
+        let host = &self.hosts[src.idx()];
+        if !(host.wake_pending && host.wake_at <= e.cx.now) {
+            self.schedule_wake(e.cx, src);
+        }
         if self.timers {
             let at = e.flows[f.idx()].arm_timer(e.cx.now + rto);
             e.cx.push(at, Event::FlowTimer(f));

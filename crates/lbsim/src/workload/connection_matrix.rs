@@ -13,7 +13,7 @@
 //! Start times are picoseconds. A flow with `trigger TID` waits for that trigger (its `start`
 //! is ignored); `recv_done_trigger TID` activates a trigger when the flow's receiver holds the
 //! whole message, `send_done_trigger TID` when its sender learns so. Triggers are `oneshot`
-//! (fires on the first activation), `multishot` (fires on every activation) or `barrier`
+//! (fires on the first activation), `multishot` (each activation starts the next target) or `barrier`
 //! (fires once after `count N` activations; default: as many as feed it). lbsim extensions:
 //! a trigger line may add `delay PS` (its targets start that much later), and a flow may name
 //! several triggers of each kind.

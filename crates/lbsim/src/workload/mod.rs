@@ -30,8 +30,8 @@ pub struct FlowSpec {
 
 /// A trigger: after `needed` activations it starts its target flows `delay` later. An activation
 /// comes from a flow whose receiver completes (`on_recv_done`) or whose sender learns it is done
-/// (`on_send_done`). A multishot trigger fires again on every later activation (targets already
-/// started are left alone); a oneshot or barrier trigger fires once.
+/// (`on_send_done`). A multishot trigger starts one target per activation, in order (htsim's
+/// semantics); a oneshot or barrier trigger starts all its targets once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trigger {
     pub needed: u32,
