@@ -175,6 +175,35 @@ fn eqds_incast_of_32_keeps_the_queue_to_a_few_packets_and_finishes_near_the_boun
     assert!(bottleneck(&blind).0 > 5.0 * mean);
 }
 
+/// EQDS's receiver pulls a sender's whole backlog at its pacer's rate once the first packet
+/// announces it, so a small unsolicited window costs at most the part of a round trip it does
+/// not cover. (One credit per arriving packet held the credit in flight to that window: a lone
+/// flow ran at x of line rate, 1.79x its time at x = 0.5 on the study's fabric.)
+#[test]
+fn eqds_pulls_a_backlog_at_line_rate_whatever_the_unsolicited_window() {
+    let fct = |x: f64| {
+        let extra = format!("[transport.eqds]\nunsolicited_bdp = {x}\n");
+        let sim = incast("eqds", "trim", 1, 2_000_000, BUF, &extra);
+        let f = &sim.flows()[0];
+        (f.finish.unwrap() - f.started.unwrap()).ps() as f64
+    };
+    // Base round trip: two 1 us links each way, a data packet and an ACK serialized twice.
+    let ser = |bytes: u64| bytes as f64 * 80.0;
+    let rtt = 4.0e6 + 2.0 * ser(MTU) + 2.0 * ser(64);
+    let full = fct(1.0);
+    for x in [0.5, 0.25] {
+        let got = fct(x);
+        assert!(
+            got <= full + (1.0 - x) * rtt + 2.0 * ser(MTU),
+            "x {x}: {got} ps against {full} ps at a full BDP"
+        );
+    }
+    // Twelve senders with half a BDP each keep the bottleneck busy.
+    let extra = "[transport.eqds]\nunsolicited_bdp = 0.5\n";
+    let s = incast("eqds", "trim", 12, 1_000_000, 8 * MTU, extra).summary();
+    assert!(s.cct_over_bound.unwrap() <= 1.05, "{s:?}");
+}
+
 #[test]
 fn trimming_beats_sack_on_an_incast_into_a_tiny_buffer() {
     let trim = incast("constant", "trim", 32, 1_000_000, 8 * MTU, "").summary();

@@ -26,8 +26,9 @@ struct Host {
     wake_pending: bool,
     /// When the pending wake-up is due; one superseded by an earlier wake-up is ignored.
     wake_at: SimTime,
-    /// EQDS: credits owed (flow, entropy of the packet that earned it), paced out in order.
-    pulls: VecDeque<(FlowId, u32)>,
+    /// EQDS: flows this receiver still owes credit, served round-robin by the credit pacer
+    /// (each flow's count is its `pulls_left`).
+    pulls: VecDeque<FlowId>,
     next_pull: SimTime,
     pull_pending: bool,
     /// PFC: `next_send` as it was when the ToR paused the NIC (which parks `next_send` far
@@ -293,6 +294,32 @@ impl Hosts {
         self.try_pull(e, h);
     }
 
+    /// EQDS: a packet of flow `f` reached its receiver `h`. The first tells the receiver the
+    /// sender's backlog, which it then pulls at its pacer's rate whatever arrives (EQDS's
+    /// receiver credits senders with backlog; one credit per arrival held the credit in flight
+    /// to the unsolicited window). A trimmed header asks for one more, served first.
+    #[cold]
+    fn owe_pulls(&mut self, e: &mut Env, h: HostId, f: FlowId, packet: &Packet) {
+        let flow = &mut e.flows[f.idx()];
+        flow.pull_entropy = packet.entropy;
+        let host = &mut self.hosts[h.idx()];
+        if packet.kind == PacketKind::Header {
+            flow.pulls_left = flow.pulls_left.saturating_add(1);
+            if flow.pull_queued {
+                // Retransmissions first: to the ring's front.
+                if let Some(i) = host.pulls.iter().position(|&g| g == f) {
+                    host.pulls.remove(i);
+                }
+            }
+            host.pulls.push_front(f);
+            flow.pull_queued = true;
+        } else if !flow.pull_queued && flow.pulls_left > 0 {
+            host.pulls.push_back(f);
+            flow.pull_queued = true;
+        }
+        self.try_pull(e, h);
+    }
+
     /// EQDS: sends the receiver's next credit if its pacer allows, else waits for it.
     fn try_pull(&mut self, e: &mut Env, h: HostId) {
         let now = e.cx.now;
@@ -305,11 +332,19 @@ impl Hosts {
             e.cx.push(host.next_pull, Event::PullWake(h));
             return;
         }
-        while let Some((f, entropy)) = host.pulls.pop_front() {
-            let flow = &e.flows[f.idx()];
-            if flow.finish.is_some() {
+        while let Some(f) = host.pulls.pop_front() {
+            let flow = &mut e.flows[f.idx()];
+            if flow.finish.is_some() || flow.pulls_left == 0 {
+                flow.pull_queued = false;
                 continue;
             }
+            flow.pulls_left -= 1;
+            if flow.pulls_left > 0 {
+                host.pulls.push_back(f);
+            } else {
+                flow.pull_queued = false;
+            }
+            let entropy = flow.pull_entropy;
             let pull = Packet {
                 flow: f,
                 src: h,
@@ -505,8 +540,7 @@ impl Hosts {
                     e.fabric.slots.release(i);
                 }
                 if self.eqds && !r.complete {
-                    self.hosts[h.idx()].pulls.push_back((f, packet.entropy));
-                    self.try_pull(e, h);
+                    self.owe_pulls(e, h, f, &packet);
                 }
                 if r.just_done {
                     got.done = Some((f, true));

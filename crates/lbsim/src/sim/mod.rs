@@ -345,6 +345,10 @@ fn build_flows(sc: &Scenario, pace_rate: BitsPerSec) -> Vec<Flow> {
                     as u32)
                     .max(1)
             });
+            if let Some(c) = credit {
+                let needed = Flow::packets_needed(spec.size_bytes, pk.payload_bytes).max(1);
+                flow.pulls_left = (needed.min(u32::MAX as u64) as u32).saturating_sub(c);
+            }
             flow.tx = Some(Box::new(
                 Sender::new(
                     lr,

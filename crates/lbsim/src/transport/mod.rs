@@ -122,6 +122,14 @@ pub struct Flow {
     pub timer_at: SimTime,
     /// Fast path: when the sender last found its packets covered the message and stopped.
     pub covered_at: SimTime,
+    /// EQDS receiver: credits still to pull for this flow. Set to what the message needs past
+    /// the unsolicited window (the backlog its first packet announces), one more per trimmed
+    /// header (the credit that packet spent bought nothing).
+    pub pulls_left: u32,
+    /// EQDS receiver: the flow is in its host's pull ring.
+    pub pull_queued: bool,
+    /// EQDS receiver: entropy the pulls carry (the latest packet's).
+    pub pull_entropy: u32,
 }
 
 impl Flow {
@@ -153,6 +161,9 @@ impl Flow {
             xmit_hi: 0,
             holes: 0,
             covered_at: SimTime::ZERO,
+            pulls_left: 0,
+            pull_queued: false,
+            pull_entropy: 0,
         }
     }
 
@@ -188,6 +199,9 @@ impl Flow {
             retransmissions: _,
             timer_at: _,
             covered_at: _,
+            pulls_left,
+            pull_queued,
+            pull_entropy,
         } = self;
         if let Some(r) = rx {
             *recv_bytes = r.recv_bytes;
@@ -195,6 +209,9 @@ impl Flow {
             *finish = r.finish;
             *receiver = r.rx.take();
             *last_cnp = r.last_cnp;
+            *pulls_left = r.pulls_left;
+            *pull_queued = r.pull_queued;
+            *pull_entropy = r.pull_entropy;
         }
         *packets_dropped += others_dropped;
     }
