@@ -307,8 +307,14 @@ fn all_cases(dir: &Path) -> Vec<(String, Vec<String>)> {
 /// Cases that stay on one thread, and why: a trigger with no delay links completions and
 /// starts in different partitions (a pairwise round waits for its send's receipt at the peer;
 /// FSDP's next gather waits for the whole previous one; the trace's second trigger starts a
-/// flow at another pod's host on send completion).
-const SINGLE: &[&str] = &["coll-pairwise", "coll-fsdp", "trace-cm"];
+/// flow at another pod's host on send completion); failure-aware rates follow which flows are
+/// sending, which one world sees.
+const SINGLE: &[&str] = &[
+    "coll-pairwise",
+    "coll-fsdp",
+    "trace-cm",
+    "fail-degraded-aware",
+];
 
 /// Every pinned case on 3 threads (k = 4: pods 0-1, 2 and 3, cores dealt round-robin) gives
 /// the bytes it gives on one; all but those in `SINGLE` really run partitioned.

@@ -430,7 +430,12 @@ impl Weights {
 /// aggregation-core links and destination pod's core-aggregation links when it leaves its pod.
 /// Spraying spreads a flow over a cut's links, so a cut acts as one link of their summed
 /// capacity; this is the study's "B/F of its bottleneck" for the idealized CC under failures.
-pub fn flow_shares(topo: &Topology, flows: &[crate::workload::FlowSpec], cap: &[u32]) -> Vec<f64> {
+pub fn flow_shares(
+    topo: &Topology,
+    flows: &[crate::workload::FlowSpec],
+    cap: &[u32],
+    active: impl Fn(usize) -> bool,
+) -> Vec<f64> {
     let (per_tor, per_pod) = match topo.shape {
         Shape::FatTree { k } => (k / 2, k * k / 4),
         Shape::LeafSpine { hosts_per_leaf, .. } => (hosts_per_leaf, topo.hosts),
@@ -450,8 +455,9 @@ pub fn flow_shares(topo: &Topology, flows: &[crate::workload::FlowSpec], cap: &[
         }
         v
     };
+    // Only flows sending at once share a cut; one not sending is rated as if it joined them.
     let mut load: BTreeMap<(u8, u32), f64> = BTreeMap::new();
-    for f in flows {
+    for (_, f) in flows.iter().enumerate().filter(|(i, _)| active(*i)) {
         for c in cuts(f) {
             *load.entry(c).or_default() += 1.0;
         }
@@ -503,10 +509,12 @@ pub fn flow_shares(topo: &Topology, flows: &[crate::workload::FlowSpec], cap: &[
     };
     flows
         .iter()
-        .map(|f| {
+        .enumerate()
+        .map(|(i, f)| {
+            let own = if active(i) { 0.0 } else { 1.0 };
             let worst = cuts(f)
                 .into_iter()
-                .map(|c| load[&c] / capacity(c))
+                .map(|c| (load.get(&c).copied().unwrap_or(0.0) + own) / capacity(c))
                 .fold(1.0f64, f64::max);
             if worst.is_finite() {
                 1.0 / worst
@@ -626,11 +634,13 @@ mod tests {
         let flows = crate::workload::permutation(16, 1000, 1);
         let mut cap = vec![100u32; t.links.len()];
         // Failure-free permutation: the host link is the bottleneck, share 1.
-        assert!(flow_shares(&t, &flows, &cap).iter().all(|&x| x == 1.0));
+        assert!(flow_shares(&t, &flows, &cap, |_| true)
+            .iter()
+            .all(|&x| x == 1.0));
         // Kill one of ToR 0's two uplinks: flows leaving ToR 0 share one link.
         let up = (t.switches[0].port_base + 2) as usize;
         cap[up] = 0;
-        let shares = flow_shares(&t, &flows, &cap);
+        let shares = flow_shares(&t, &flows, &cap, |_| true);
         for (f, s) in flows.iter().zip(&shares) {
             if f.src.0 / 2 == 0 && f.dst.0 / 2 != 0 {
                 let leaving = flows
@@ -643,7 +653,7 @@ mod tests {
         // All-to-all on 16 hosts: 15 flows per host link.
         let a2a = crate::workload::all_to_all(16, 1000);
         let cap = vec![100u32; t.links.len()];
-        assert!(flow_shares(&t, &a2a, &cap)
+        assert!(flow_shares(&t, &a2a, &cap, |_| true)
             .iter()
             .all(|&x| (x - 1.0 / 15.0).abs() < 1e-12));
     }

@@ -191,3 +191,59 @@ fn a_flow_whose_failure_aware_rate_fell_to_zero_resumes_when_its_link_recovers()
     let cct = s.cct_ps.unwrap();
     assert!(cct < 60_000_000, "{cct}");
 }
+
+/// Failure-aware rates divide a cut among the flows sending through it at once, and only while
+/// a link is impaired: without a failure they change nothing (a ring all-reduce once ran 8x
+/// slower, every flow of the workload counted on its host link), and flows chained one after
+/// another through a halved cut each get all of it (they once got half).
+#[test]
+fn failure_aware_rates_count_only_the_flows_sending_at_once() {
+    let ring = [
+        "topology.k=4",
+        "workload.kind=ring_allreduce",
+        "workload.message_bytes=1048576",
+    ];
+    let plain = common::run(common::scenario(&ring)).summary();
+    let mut aware = ring.to_vec();
+    aware.push("transport.failure_aware_rate=true");
+    let aware = common::run(common::scenario(&aware)).summary();
+    assert_eq!(aware.cct_ps, plain.cct_ps);
+    // Host 0 sends two 1 MB messages to another pod one after the other, then hosts 0 and 1 one
+    // each at once; ToR 0 has one live uplink of two.
+    let dir = common::TempDir::new("test", "aware-chain");
+    let cm = dir.join("chain.cm");
+    std::fs::write(
+        &cm,
+        "Nodes 16\nConnections 4\nTriggers 1\n\
+         0->9 id 1 start 0 size 1000000 send_done_trigger 1\n\
+         0->10 id 2 trigger 1 size 1000000\n\
+         0->11 id 3 start 100000000 size 1000000\n\
+         1->12 id 4 start 100000000 size 1000000\n\
+         trigger id 1 oneshot\n",
+    )
+    .unwrap();
+    let text = format!(
+        "[topology]\nk = 4\n[workload]\nkind = \"connection_matrix\"\npath = \"{}\"\n\
+         [transport]\nfailure_aware_rate = true\n[failure]\nconvergence_us = 0\n\
+         [[failures]]\nkind = \"down\"\nlink = \"tor:0-agg:0\"\n",
+        cm.display()
+    );
+    let sim = run(scenario_toml(&text, &[]));
+    let fct = |i: usize| {
+        let f = &sim.flows()[i];
+        (f.finish.unwrap() - f.started.unwrap()).ps() as f64
+    };
+    // Alone on the cut: the NIC's rate, as the first. Together: half each, so their 245
+    // packets of 4,158 B take another 245 x 41.58 ns to leave (within 2%).
+    assert!(
+        (fct(1) / fct(0) - 1.0).abs() < 0.01,
+        "{} {}",
+        fct(0),
+        fct(1)
+    );
+    let extra = 245.0 * 41_580.0;
+    for i in [2, 3] {
+        let got = fct(i) - fct(0);
+        assert!((got / extra - 1.0).abs() < 0.02, "flow {i}: {got} ps more");
+    }
+}

@@ -26,6 +26,8 @@ enum Control {
     Converge(usize),
     /// PFC: a pause imposed on a port from outside begins (true) or ends.
     Pause(crate::ids::PortId, bool),
+    /// The failure-aware rates are recomputed: the flows sending changed at this instant.
+    Rates,
 }
 
 pub(super) struct ControlPlane {
@@ -39,6 +41,10 @@ pub(super) struct ControlPlane {
     flow_rates: Option<Vec<BitsPerSec>>,
     /// Whether `flow_rates` has been computed once (at the run's start).
     computed: bool,
+    /// `Control::Rates`'s index, when failure-aware rates may change with the flows sending,
+    /// and whether its event is pending.
+    rates_event: Option<u32>,
+    rates_pending: bool,
     /// Activations received by each trigger.
     trigger_counts: Vec<u32>,
     line_rate: BitsPerSec,
@@ -83,8 +89,14 @@ impl ControlPlane {
                 }
             }
         }
+        let rates_event = (sc.settings.failure_aware_rate && !sc.failures.is_empty()).then(|| {
+            controls.push(Control::Rates);
+            controls.len() as u32 - 1
+        });
         let links = sc.topology.links.len();
         ControlPlane {
+            rates_event,
+            rates_pending: false,
             controls,
             routing_cap: vec![failure::FULL_CAPACITY; links],
             actual_cap: vec![failure::FULL_CAPACITY; links],
@@ -114,6 +126,18 @@ impl ControlPlane {
         self.computed
     }
 
+    /// A flow started or its sender finished: while a link is impaired, the failure-aware
+    /// rates are recomputed once every change at this instant is in (an event ranked after
+    /// them), not once per flow.
+    pub(super) fn flows_changed(&mut self, cx: &mut Cx) {
+        if let Some(i) = self.rates_event.filter(|_| self.flow_rates.is_some()) {
+            if !self.rates_pending {
+                self.rates_pending = true;
+                cx.push(cx.now, Event::Control(i));
+            }
+        }
+    }
+
     /// The per-flow rate caps the hosts' NICs apply, if any.
     #[inline(always)]
     pub(super) fn rates(&self) -> Rates<'_> {
@@ -132,7 +156,24 @@ impl ControlPlane {
         if !sc.settings.failure_aware_rate {
             return;
         }
-        let shares = failure::flow_shares(&sc.topology, &sc.flows, &self.actual_cap);
+        // Only impaired links cap a flow below its NIC's share.
+        if self.actual_cap.iter().all(|&c| c == failure::FULL_CAPACITY) {
+            if self.flow_rates.take().is_some() {
+                let mut woken = std::collections::BTreeSet::new();
+                for flow in flows.iter_mut() {
+                    if flow.resume_rate(cx.now) {
+                        woken.insert(flow.src);
+                    }
+                }
+                for h in woken {
+                    hosts.schedule_wake(cx, h);
+                }
+            }
+            return;
+        }
+        let shares = failure::flow_shares(&sc.topology, &sc.flows, &self.actual_cap, |i| {
+            flows[i].started.is_some() && !flows[i].sender_done
+        });
         let line = self.line_rate.0 as f64;
         let rates: Vec<BitsPerSec> = shares
             .iter()
@@ -212,6 +253,10 @@ impl ControlPlane {
                     self.routing_cap[port.idx()] = cap;
                 }
                 fabric.set_routing(Weights::compute(&sc.topology, &self.routing_cap));
+            }
+            Control::Rates => {
+                self.rates_pending = false;
+                self.update_flow_rates(cx, sc, flows, hosts);
             }
             Control::Pause(port, on) => {
                 if let Some((h, paused)) = fabric.impose_pause(cx, port, on) {

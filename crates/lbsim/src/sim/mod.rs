@@ -544,7 +544,10 @@ impl Simulation {
     #[inline(always)]
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::FlowStart(f) => self.hosts.on_flow_start(&mut env!(self), f),
+            Event::FlowStart(f) => {
+                self.hosts.on_flow_start(&mut env!(self), f);
+                self.control.flows_changed(&mut self.cx);
+            }
             Event::Arrive(p) => self.on_arrive(p),
             Event::HostWake(h) => self.hosts.on_wake(&mut env!(self), h),
             Event::Control(i) => {
@@ -590,6 +593,9 @@ impl Simulation {
             self.completed += recv as u64;
             self.control
                 .activate_all(&mut self.cx, &self.sc.deps, f, recv);
+            if !recv {
+                self.control.flows_changed(&mut self.cx);
+            }
         }
         if let Some((f, t)) = got.timer {
             self.cx.push(t, Event::FlowTimer(f));

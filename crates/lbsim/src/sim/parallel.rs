@@ -242,6 +242,11 @@ impl Simulation {
         if telemetry {
             return Some("telemetry samples one world".into());
         }
+        if sc.settings.failure_aware_rate && !sc.failures.is_empty() {
+            return Some(
+                "failure-aware rates follow which flows are sending, seen in one world".into(),
+            );
+        }
         // A trigger fed from one partition may start flows in another no sooner than a
         // window; one fed from several is counted everywhere at window ends, so its delay
         // must be a window too.
