@@ -33,7 +33,7 @@ pub enum LossRecoveryKind {
     /// A real erasure code: the message plus k repair packets, decoded from any n of them; a
     /// timeout sends more when the sender has run out.
     Erasure,
-    /// Selective ACKs, loss declared after `reorder_threshold` later transmissions were ACKed.
+    /// Selective ACKs, loss declared once a transmission sent `reorder_threshold` later is ACKed.
     Sack,
     /// RoCE: in-order receiver, NACK of the first gap, the sender rewinds to it.
     GoBackN,

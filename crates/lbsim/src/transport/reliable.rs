@@ -2,9 +2,10 @@
 //!
 //! The sender numbers every transmission (`xmit`, echoed by ACKs and NACKs) and keeps the
 //! unresolved ones in send order. An ACK resolves its transmission; a transmission is declared
-//! lost when `reorder_threshold` transmissions sent after it have been ACKed (the SACK rule,
-//! counted in send order so retransmissions are judged like originals), when a NACK names it, or
-//! when the retransmission timer fires. Losses release their bytes from the window; whether the
+//! lost when one sent `reorder_threshold` or more transmissions after it has been ACKed (a
+//! duplicate-ACK threshold counted in send order, so retransmissions are judged like
+//! originals; the ACKs in between need not have arrived), when a NACK names it, or when the
+//! retransmission timer fires. Losses release their bytes from the window; whether the
 //! data is sent again depends on the scheme:
 //!
 //! - `sack` and `trim` resend each lost sequence number once per loss, ahead of new data. Each
