@@ -17,6 +17,17 @@ fn ok(o: &Output) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// `lbsim report DIR -o HTML`, which must succeed; the page it wrote.
+fn report(dir: &std::path::Path, html: &std::path::Path) -> String {
+    ok(&lbsim(&[
+        "report",
+        dir.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]));
+    std::fs::read_to_string(html).unwrap()
+}
+
 fn tmpdir(name: &str) -> TempDir {
     TempDir::new("report", name)
 }
@@ -46,13 +57,7 @@ fn report_has_every_figure_and_fetches_nothing() {
         ]));
     }
     let html_path = d.join("report.html");
-    ok(&lbsim(&[
-        "report",
-        res.to_str().unwrap(),
-        "-o",
-        html_path.to_str().unwrap(),
-    ]));
-    let html = std::fs::read_to_string(&html_path).unwrap();
+    let html = report(&res, &html_path);
     for id in [
         "lbsim-version",
         "fig-cct-queue-permutation",
@@ -77,20 +82,9 @@ fn report_has_every_figure_and_fetches_nothing() {
     }
     // Deterministic: the same results give the same bytes.
     let again = d.join("again.html");
-    ok(&lbsim(&[
-        "report",
-        res.to_str().unwrap(),
-        "-o",
-        again.to_str().unwrap(),
-    ]));
-    assert_eq!(html, std::fs::read_to_string(&again).unwrap());
+    assert_eq!(html, report(&res, &again));
     // One sweep directory alone works too.
-    ok(&lbsim(&[
-        "report",
-        res.join("fail").to_str().unwrap(),
-        "-o",
-        again.to_str().unwrap(),
-    ]));
+    report(&res.join("fail"), &again);
 }
 
 #[test]
@@ -125,13 +119,7 @@ fn report_of_a_run_and_of_a_compare_directory() {
         "--quiet",
     ]));
     let html_path = d.join("run.html");
-    ok(&lbsim(&[
-        "report",
-        run.to_str().unwrap(),
-        "-o",
-        html_path.to_str().unwrap(),
-    ]));
-    let html = std::fs::read_to_string(&html_path).unwrap();
+    let html = report(&run, &html_path);
     for id in [
         "lbsim-version",
         "run-summary",
@@ -158,13 +146,7 @@ fn report_of_a_run_and_of_a_compare_directory() {
         "--out",
         cmp.to_str().unwrap(),
     ]));
-    ok(&lbsim(&[
-        "report",
-        cmp.to_str().unwrap(),
-        "-o",
-        html_path.to_str().unwrap(),
-    ]));
-    let html = std::fs::read_to_string(&html_path).unwrap();
+    let html = report(&cmp, &html_path);
     assert!(html.contains("id=\"fig-run-cct\""));
     // Schemes side by side in family order: flow, packet adaptive, rotation.
     let (e, r, o) = (
@@ -228,13 +210,7 @@ fn compare_report_says_which_runs_did_not_finish_and_draws_them_hollow() {
     let end_over_bound = s["end_ps"].as_f64().unwrap() / s["lower_bound_ps"].as_f64().unwrap();
     let shown = format!("{end_over_bound:.3}");
     let html_path = d.join("cmp.html");
-    ok(&lbsim(&[
-        "report",
-        cmp.to_str().unwrap(),
-        "-o",
-        html_path.to_str().unwrap(),
-    ]));
-    let html = std::fs::read_to_string(&html_path).unwrap();
+    let html = report(&cmp, &html_path);
     assert!(
         html.contains("<b>1 of 2 runs did not finish</b> (host_spray: 0 of 16 flows by 1.000 us)"),
         "{html}"
@@ -285,13 +261,7 @@ fn run_report_shows_telemetry_from_parquet_and_csv_alike() {
             "--quiet",
         ]));
         let html_path = run.join("report.html");
-        ok(&lbsim(&[
-            "report",
-            run.to_str().unwrap(),
-            "-o",
-            html_path.to_str().unwrap(),
-        ]));
-        let html = std::fs::read_to_string(&html_path).unwrap();
+        let html = report(&run, &html_path);
         for id in [
             "fig-tel-util-ofan",
             "fig-tel-queue-heat-ofan",

@@ -159,15 +159,7 @@ impl ControlPlane {
         // Only impaired links cap a flow below its NIC's share.
         if self.actual_cap.iter().all(|&c| c == failure::FULL_CAPACITY) {
             if self.flow_rates.take().is_some() {
-                let mut woken = std::collections::BTreeSet::new();
-                for flow in flows.iter_mut() {
-                    if flow.resume_rate(cx.now) {
-                        woken.insert(flow.src);
-                    }
-                }
-                for h in woken {
-                    hosts.schedule_wake(cx, h);
-                }
+                resume_waiting(cx, flows, hosts, |_| true);
             }
             return;
         }
@@ -179,18 +171,7 @@ impl ControlPlane {
             .iter()
             .map(|s| BitsPerSec((line * s).round() as u64))
             .collect();
-        // A flow whose rate was zero (every path through a cut down) waits with no wake-up
-        // scheduled; once its rate is positive again it may send at once.
-        // One wake-up per host, however many of its flows resume.
-        let mut woken = std::collections::BTreeSet::new();
-        for (flow, r) in flows.iter_mut().zip(&rates) {
-            if r.0 > 0 && flow.resume_rate(cx.now) {
-                woken.insert(flow.src);
-            }
-        }
-        for h in woken {
-            hosts.schedule_wake(cx, h);
-        }
+        resume_waiting(cx, flows, hosts, |i| rates[i].0 > 0);
         self.flow_rates = Some(rates);
     }
 
@@ -330,5 +311,25 @@ fn fired(tr: &crate::workload::Trigger, count: u32) -> &[u32] {
         &tr.targets
     } else {
         &[]
+    }
+}
+
+/// A flow whose rate was zero (every path through a cut down) waits with no wake-up scheduled;
+/// once `may_send` says its rate is positive again it may send at once. One wake-up per host,
+/// however many of its flows resume.
+fn resume_waiting(
+    cx: &mut Cx,
+    flows: &mut [Flow],
+    hosts: &mut Hosts,
+    may_send: impl Fn(usize) -> bool,
+) {
+    let mut woken = std::collections::BTreeSet::new();
+    for (i, flow) in flows.iter_mut().enumerate() {
+        if may_send(i) && flow.resume_rate(cx.now) {
+            woken.insert(flow.src);
+        }
+    }
+    for h in woken {
+        hosts.schedule_wake(cx, h);
     }
 }

@@ -151,7 +151,7 @@ impl Hosts {
         }
         let probe = flow
             .covered(self.mss)
-            .then(|| flow.last_ack.max(flow.covered_at) + self.probe_after);
+            .then(|| flow.completion_due(self.probe_after));
         let policy = self.timers.then(|| flow.last_ack + self.rto);
         let Some(due) = probe.into_iter().chain(policy).min() else {
             return;
@@ -424,7 +424,7 @@ impl Hosts {
                     let flow = &mut e.flows[f.idx()];
                     flow.leave_ring();
                     flow.covered_at = now;
-                    let due = flow.last_ack.max(now) + self.probe_after;
+                    let due = flow.completion_due(self.probe_after);
                     // A pending timer due sooner looks again then.
                     if flow.timer_at <= now || flow.timer_at > due {
                         e.cx.push(flow.arm_timer(due), Event::FlowTimer(f));
@@ -599,18 +599,17 @@ impl Hosts {
     }
 }
 
-/// The base round trip of the fabric's longest path (first host to last): a full data packet
-/// out and an ACK back, serialized at every hop, plus the propagation both ways.
+/// The base round trip of the fabric's longest path (first host to last).
 fn longest_base_rtt(sc: &Scenario) -> SimTime {
     let hosts = sc.topology.hosts;
     if hosts < 2 {
         return SimTime(1);
     }
-    let pk = &sc.settings.packet;
-    let path = sc.topology.path(HostId(0), HostId(hosts - 1));
-    let mtu = (pk.payload_bytes + pk.header_bytes) as u64;
-    let ser = path.rates.iter().fold(SimTime::ZERO, |t, r| {
-        t + r.serialization(mtu) + r.serialization(pk.ack_bytes as u64)
-    });
-    (ser + path.latency + path.latency).max(SimTime(1))
+    super::base_rtt(
+        &sc.topology,
+        HostId(0),
+        HostId(hosts - 1),
+        &sc.settings.packet,
+    )
+    .max(SimTime(1))
 }

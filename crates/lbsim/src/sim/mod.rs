@@ -263,6 +263,22 @@ macro_rules! env {
 
 mod parallel;
 
+/// The idle round trip from `src` to `dst`: a full data packet out and an ACK back, serialized
+/// at every hop, plus the propagation both ways.
+fn base_rtt(
+    topo: &crate::net::Topology,
+    src: crate::ids::HostId,
+    dst: crate::ids::HostId,
+    pk: &crate::net::config::PacketConfig,
+) -> SimTime {
+    let path = topo.path(src, dst);
+    let mtu = (pk.payload_bytes + pk.header_bytes) as u64;
+    let ser = path.rates.iter().fold(SimTime::ZERO, |t, r| {
+        t + r.serialization(mtu) + r.serialization(pk.ack_bytes as u64)
+    });
+    ser + path.latency + path.latency
+}
+
 /// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
 fn cc_ctx(
     topo: &crate::net::Topology,
@@ -273,10 +289,7 @@ fn cc_ctx(
 ) -> CcCtx {
     let path = topo.path(spec.src, spec.dst);
     let mtu = pk.payload_bytes + pk.header_bytes;
-    let ser: SimTime = path.rates.iter().fold(SimTime::ZERO, |t, r| {
-        t + r.serialization(mtu as u64) + r.serialization(pk.ack_bytes as u64)
-    });
-    let base_rtt = ser + path.latency + path.latency;
+    let base_rtt = base_rtt(topo, spec.src, spec.dst, pk);
     let bdp_wire = line_rate.0 as u128 * base_rtt.ps() as u128 / 8 / 1_000_000_000_000;
     CcCtx {
         base_rtt,

@@ -255,6 +255,13 @@ impl Flow {
         self.xmit_hi = self.xmit_hi.max(sent);
     }
 
+    /// Fast path: when the completion timer of a sender whose packets cover its message is due,
+    /// `after` the later of its last ACK and its stop.
+    #[inline]
+    pub fn completion_due(&self, after: SimTime) -> SimTime {
+        self.last_ack.max(self.covered_at) + after
+    }
+
     /// Fast path: an ACK answered transmission `xmit`. Unanswered transmissions it overtook
     /// become holes; an ACK that fills a hole (it was late, not lost) takes one back.
     #[inline]
