@@ -93,7 +93,9 @@ impl FlowletAr {
     ) -> usize {
         let n = group.len();
         let gap = self.cfg.gap;
-        let e = self.table.entry(pkt.flow_key).or_insert(Entry {
+        // The 5-tuple: addresses and entropy (two flows between one pair are two flowlets).
+        let key = pkt.flow_key ^ crate::rng::mix64(pkt.entropy as u64);
+        let e = self.table.entry(key).or_insert(Entry {
             last: SimTime::ZERO,
             port: u32::MAX,
         });

@@ -273,11 +273,12 @@ macro_rules! schemes {
         }
 
         impl HostLbs {
-            /// The host policy state of flows given by (source, destination), flow i drawing
-            /// from its own stream `Stream::Flow` i.
+            /// The host policy state of flows given by (source, destination, identity), each
+            /// drawing from its own stream `Stream::Flow` named by its identity
+            /// (`workload::flow_identities`), not by its place in the list.
             pub fn new(
                 scheme: &SchemeInfo,
-                flows: impl Iterator<Item = (HostId, HostId)>,
+                flows: impl Iterator<Item = (HostId, HostId, u64)>,
                 setup: &HostSetup,
             ) -> HostLbs {
                 $(if scheme.name == <$m::Def as Scheme>::INFO.name {
@@ -447,14 +448,14 @@ pub struct HostSetup<'a> {
     pub config: &'a LoadBalancingConfig,
     /// Switches trim congested packets instead of dropping them.
     pub trimming: bool,
-    /// The run's seed: flow i's policy draws from `Stream::Flow` i.
+    /// The run's seed: a flow's policy draws from `Stream::Flow` at its identity.
     pub seed: u64,
 }
 
 /// The host table of scheme `S`, its options read once.
 fn host_table<S: Scheme>(
     wrap: fn(S::Host) -> HostLb,
-    flows: impl Iterator<Item = (HostId, HostId)>,
+    flows: impl Iterator<Item = (HostId, HostId, u64)>,
     setup: &HostSetup,
 ) -> HostLbs {
     let cfg = S::config(&setup.config.options(&S::INFO));
@@ -462,8 +463,7 @@ fn host_table<S: Scheme>(
         return HostLbs::Shared(wrap(shared));
     }
     let per_flow = flows
-        .enumerate()
-        .map(|(i, (src, dst))| {
+        .map(|(src, dst, ident)| {
             let ctx = FlowCtx {
                 src,
                 dst,
@@ -473,7 +473,7 @@ fn host_table<S: Scheme>(
             wrap(S::host(
                 &cfg,
                 &ctx,
-                &mut rng_for(setup.seed, Stream::Flow, i as u64),
+                &mut rng_for(setup.seed, Stream::Flow, ident),
             ))
         })
         .collect();
@@ -524,7 +524,7 @@ pub struct PacketView<'a> {
     pub epoch: u32,
     pub src: HostId,
     pub dst: HostId,
-    /// Hash of the packet's 5-tuple (direction-aware).
+    /// Hash of the packet's addresses (direction-aware); with `entropy`, its 5-tuple.
     pub flow_key: u64,
     pub entropy: u32,
     pub is_ack: bool,

@@ -563,7 +563,7 @@ impl Fabric {
                         epoch: self.routing_epoch,
                         src: packet.src,
                         dst: packet.dst,
-                        flow_key: flow_key(packet.flow, is_ack),
+                        flow_key: flow_key(packet.src, packet.dst, is_ack),
                         entropy: packet.entropy,
                         is_ack,
                         now: cx.now,

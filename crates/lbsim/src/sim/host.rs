@@ -85,6 +85,8 @@ pub(super) struct Hosts {
     cnp_gap: Option<SimTime>,
     /// `Stream::FlowPath`: each flow's per-packet path draws.
     path_base: u64,
+    /// Each flow's identity (`workload::flow_identities`), naming its path stream.
+    idents: Vec<u64>,
     /// Telemetry: the entropies sampled flows sent in the current interval (None: off).
     pub(super) paths: Option<Box<PathLog>>,
     /// A partitioned run: the hosts this partition owns (None: all). The control plane's
@@ -115,7 +117,15 @@ impl Hosts {
             trimming: st.loss_recovery == crate::transport::LossRecoveryKind::Trim,
             seed: st.seed,
         };
-        let lbs = HostLbs::new(sc.scheme, sc.flows.iter().map(|f| (f.src, f.dst)), &setup);
+        let idents = crate::workload::flow_identities(&sc.flows);
+        let lbs = HostLbs::new(
+            sc.scheme,
+            sc.flows
+                .iter()
+                .zip(&idents)
+                .map(|(f, &i)| (f.src, f.dst, i)),
+            &setup,
+        );
         Hosts {
             hosts,
             lbs,
@@ -136,6 +146,7 @@ impl Hosts {
             .serialization((pk.payload_bytes + pk.header_bytes) as u64),
             cnp_gap: (st.cc == CcKind::Dcqcn).then_some(st.cnp_interval),
             path_base: crate::rng::stream_base(st.seed, Stream::FlowPath),
+            idents,
             paths: None,
             owned: None,
         }
@@ -435,8 +446,10 @@ impl Hosts {
         host.active.push_back(f);
         let flow = &mut e.flows[f.idx()];
         let wire = next.payload + self.header;
-        // The flow's own stream, indexed by its packet count: other flows never shift it.
-        let mut draws = crate::rng::packet_rng(self.path_base, f.0 as u64, flow.data_packets_sent);
+        // The flow's own stream, named by its identity and indexed by its packet count: other
+        // flows never shift it.
+        let mut draws =
+            crate::rng::packet_rng(self.path_base, self.idents[f.idx()], flow.data_packets_sent);
         let entropy = self.lbs.next_entropy(f, now, &mut draws);
         if let Some(log) = &mut self.paths {
             log.note(f, entropy);

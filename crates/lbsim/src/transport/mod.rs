@@ -18,7 +18,7 @@ pub mod reliable;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::{FlowId, HostId};
+use crate::ids::HostId;
 use crate::time::SimTime;
 use crate::workload::FlowSpec;
 use cc::Cc;
@@ -315,11 +315,14 @@ impl Flow {
     }
 }
 
-/// Hash of a packet's 5-tuple. The flow id stands for the ports; the direction bit makes an ACK's
-/// tuple differ from its data's, as reversed addresses do.
+/// Hash of a packet's addresses: with the entropy (the source port's part of the 5-tuple), what
+/// a switch hashes. Taken from the endpoints, not the flow's place in the list, so a flow keeps
+/// its hash wherever it is listed; flows between one pair differ by their entropies, drawn from
+/// their identities. An ACK's reversed addresses give it another key; the direction bit keeps
+/// them apart on a loop.
 #[inline]
-pub fn flow_key(flow: FlowId, is_ack: bool) -> u64 {
-    crate::rng::mix64(((flow.0 as u64) << 1) | is_ack as u64)
+pub fn flow_key(src: HostId, dst: HostId, is_ack: bool) -> u64 {
+    crate::rng::mix64(((((src.0 as u64) << 32) | dst.0 as u64) << 1) | is_ack as u64)
 }
 
 #[cfg(test)]

@@ -19,6 +19,24 @@ use crate::time::SimTime;
 use collective::{Algo, Builder, JobSpec, JobWork, Labels, Placement};
 pub use config::{AllToAllAlgorithm, TrafficSpec, WorkloadConfig, WorkloadKind};
 
+/// Each flow's identity: its source, its destination and its number among the flows between
+/// the same pair, in list order, hashed. Per-flow draws (entropies, path choices, a policy's own
+/// stream) key on it rather than on the flow's place in the list, so adding, removing or
+/// reordering other flows moves no flow's paths; paired experiments compare like with like.
+pub fn flow_identities(flows: &[FlowSpec]) -> Vec<u64> {
+    // Looked up only, never iterated: the order of a std HashMap cannot reach a result.
+    let mut seen: std::collections::HashMap<(u32, u32), u64> = std::collections::HashMap::new();
+    flows
+        .iter()
+        .map(|f| {
+            let n = seen.entry((f.src.0, f.dst.0)).or_insert(0);
+            let k = *n;
+            *n += 1;
+            crate::rng::mix64(crate::rng::mix64(((f.src.0 as u64) << 32) | f.dst.0 as u64) ^ k)
+        })
+        .collect()
+}
+
 /// One message to move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowSpec {
