@@ -267,7 +267,7 @@ impl Settings {
             cc: tr.cc,
             ccs: tr.cc_configs(),
             eqds: tr.eqds.clone(),
-            cnp_interval: SimTime::from_us_f64(tr.dcqcn.cnp_interval_us),
+            cnp_interval: SimTime::from_us_f64(tr.dcqcn.cnp_interval_us()),
             erasure_extra_packets: tr
                 .erasure_extra_packets
                 .unwrap_or(defaults::ERASURE_EXTRA_PACKETS),

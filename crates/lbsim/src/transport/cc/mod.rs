@@ -16,7 +16,7 @@ pub mod dctcp;
 pub mod nscc;
 pub mod swift;
 
-pub use dcqcn::{Dcqcn, DcqcnConfig};
+pub use dcqcn::{Dcqcn, DcqcnConfig, DcqcnParams, DcqcnProfile};
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use nscc::{Nscc, NsccConfig};
 pub use swift::{Swift, SwiftConfig};
@@ -312,7 +312,8 @@ mod tests {
         let text = toml::to_string(&cfg).unwrap();
         assert_eq!(toml::from_str::<CcConfigs>(&text).unwrap(), cfg);
         cfg.dctcp.initial_window_packets = Some(12.5);
-        cfg.dcqcn.byte_counter_bytes = 1 << 20;
+        cfg.dcqcn.profile = DcqcnProfile::Paper;
+        cfg.dcqcn.byte_counter_bytes = Some(1 << 20);
         cfg.swift.base_target_us = Some(25.0);
         cfg.swift.max_cwnd_packets = Some(64.0);
         cfg.mswift.median_window = Some(9);
