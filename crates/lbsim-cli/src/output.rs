@@ -351,60 +351,63 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
             "cc dcqcn, profile {profile} at {} Gb/s",
             line.0 as f64 / 1e9
         );
-        let mut note = |key: &str, unset: bool, v: String| {
-            if unset {
-                notes.push((format!("transport.dcqcn.{key} = {v}"), who.clone()));
-            }
-        };
-        note("g", d.g.is_none(), p.g.to_string());
-        note(
-            "rate_ai_mbps",
-            d.rate_ai_mbps.is_none(),
-            p.rate_ai_mbps.to_string(),
-        );
-        note(
-            "rate_hai_mbps",
-            d.rate_hai_mbps.is_none(),
-            p.rate_hai_mbps.to_string(),
-        );
-        note("timer_us", d.timer_us.is_none(), p.timer_us.to_string());
-        note(
-            "alpha_timer_us",
-            d.alpha_timer_us.is_none(),
-            p.alpha_timer_us.to_string(),
-        );
-        note(
-            "fast_recovery_steps",
-            d.fast_recovery_steps.is_none(),
-            p.fast_recovery_steps.to_string(),
-        );
-        note(
-            "cnp_interval_us",
-            d.cnp_interval_us.is_none(),
-            p.cnp_interval_us.to_string(),
-        );
-        note(
-            "min_rate_mbps",
-            d.min_rate_mbps.is_none(),
-            p.min_rate_mbps.to_string(),
-        );
+        let mut fields = vec![
+            ("g", d.g.is_none(), p.g.to_string()),
+            (
+                "rate_ai_mbps",
+                d.rate_ai_mbps.is_none(),
+                p.rate_ai_mbps.to_string(),
+            ),
+            (
+                "rate_hai_mbps",
+                d.rate_hai_mbps.is_none(),
+                p.rate_hai_mbps.to_string(),
+            ),
+            ("timer_us", d.timer_us.is_none(), p.timer_us.to_string()),
+            (
+                "alpha_timer_us",
+                d.alpha_timer_us.is_none(),
+                p.alpha_timer_us.to_string(),
+            ),
+            (
+                "fast_recovery_steps",
+                d.fast_recovery_steps.is_none(),
+                p.fast_recovery_steps.to_string(),
+            ),
+            (
+                "cnp_interval_us",
+                d.cnp_interval_us.is_none(),
+                p.cnp_interval_us.to_string(),
+            ),
+            (
+                "min_rate_mbps",
+                d.min_rate_mbps.is_none(),
+                p.min_rate_mbps.to_string(),
+            ),
+        ];
+        // Each profile's own fields: the paper's byte counter, the NIC's decrease rules.
         match p.byte_counter_bytes {
-            Some(b) => note(
+            Some(b) => fields.push((
                 "byte_counter_bytes",
                 d.byte_counter_bytes.is_none(),
                 b.to_string(),
-            ),
-            None => {
-                note(
+            )),
+            None => fields.extend([
+                (
                     "rate_decrease_interval_us",
                     d.rate_decrease_interval_us.is_none(),
                     p.rate_decrease_interval_us.to_string(),
-                );
-                note(
+                ),
+                (
                     "clamp_target_rate",
                     d.clamp_target_rate.is_none(),
                     p.clamp_target_rate.to_string(),
-                );
+                ),
+            ]),
+        }
+        for (key, unset, v) in fields {
+            if unset {
+                notes.push((format!("transport.dcqcn.{key} = {v}"), who.clone()));
             }
         }
     }

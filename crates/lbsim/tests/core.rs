@@ -538,6 +538,21 @@ fn bound_holds_for_flows_both_ways_with_large_acks() {
     }
 }
 
+/// What two runs of one flow must agree on to have sent it alike.
+type RecordKey = (u32, u32, u64, Option<u64>, u64, u64, u64);
+
+fn record_key(r: &lbsim::stats::FlowRecord) -> RecordKey {
+    (
+        r.src,
+        r.dst,
+        r.start_ps,
+        r.finish_ps,
+        r.data_packets_sent,
+        r.packets_dropped,
+        r.retransmissions,
+    )
+}
+
 #[test]
 fn adding_a_flow_on_another_host_leaves_every_other_flows_record_unchanged() {
     // A 3-to-1 incast into host 8 under host spraying, DCTCP and RED marking. Adding a flow that
@@ -563,19 +578,8 @@ fn adding_a_flow_on_another_host_leaves_every_other_flows_record_unchanged() {
         a.summary().ecn_marks > 0,
         "the incast must be marked for the test to mean anything"
     );
-    let key = |r: &lbsim::stats::FlowRecord| {
-        (
-            r.src,
-            r.dst,
-            r.start_ps,
-            r.finish_ps,
-            r.data_packets_sent,
-            r.packets_dropped,
-            r.retransmissions,
-        )
-    };
-    let ra: Vec<_> = a.flow_records().iter().map(key).collect();
-    let rb: Vec<_> = b.flow_records().iter().take(3).map(key).collect();
+    let ra: Vec<_> = a.flow_records().iter().map(record_key).collect();
+    let rb: Vec<_> = b.flow_records().iter().take(3).map(record_key).collect();
     assert_eq!(ra, rb);
     assert_eq!(b.summary().flows_completed, 5);
 }
@@ -621,16 +625,7 @@ fn a_flows_place_in_the_list_moves_no_flows_paths() {
             let mut r: Vec<_> = run(cm_scenario(cm, &sets))
                 .flow_records()
                 .iter()
-                .map(|r| {
-                    (
-                        r.src,
-                        r.dst,
-                        r.start_ps,
-                        r.finish_ps,
-                        r.data_packets_sent,
-                        r.packets_dropped,
-                    )
-                })
+                .map(record_key)
                 .collect();
             r.sort();
             r

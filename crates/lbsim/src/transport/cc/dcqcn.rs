@@ -601,21 +601,15 @@ mod tests {
         assert_eq!(d.alpha(), a * (1.0 - G));
     }
 
-    #[test]
-    fn lazy_catch_up_equals_polling_every_period() {
-        let cfg = DcqcnConfig {
-            byte_counter_bytes: Some(300_000),
-            ..paper()
-        };
-        let mut lazy = Dcqcn::new(&cfg, &ctx());
-        let mut polled = Dcqcn::new(&cfg, &ctx());
-        // CNPs and sends at irregular instants; `polled` is also asked every microsecond.
-        let events: Vec<(u64, bool)> = (0..400u64)
-            .map(|i| (i * 37 + (i * i) % 11, i % 41 == 3 || i % 97 == 50))
-            .collect();
+    /// Replays sends and CNPs at `events` (us, CNP or not) on two flows, one of them also
+    /// asked every microsecond, checks they agree at every event and `tail` us after the last,
+    /// and returns the lowest rate seen.
+    fn lazy_equals_polled(cfg: &DcqcnConfig, events: &[(u64, bool)], tail: u64) -> u64 {
+        let mut lazy = Dcqcn::new(cfg, &ctx());
+        let mut polled = Dcqcn::new(cfg, &ctx());
         let mut t = 0;
         let mut slowest = u64::MAX;
-        for &(at, cnp) in &events {
+        for &(at, cnp) in events {
             while t < at {
                 polled.rate(us(t));
                 t += 1;
@@ -629,10 +623,24 @@ mod tests {
             assert_eq!(lazy.rate(us(at)), polled.rate(us(at)), "at {at} us");
             slowest = slowest.min(lazy.rate(us(at)).0);
         }
-        let end = us(events.last().unwrap().0 + 2000);
+        let end = us(events.last().unwrap().0 + tail);
         assert_eq!(lazy.rate(end), polled.rate(end));
         assert_eq!(lazy.alpha(), polled.alpha());
         assert_eq!(lazy.target_rate(), polled.target_rate());
+        slowest
+    }
+
+    #[test]
+    fn lazy_catch_up_equals_polling_every_period() {
+        let cfg = DcqcnConfig {
+            byte_counter_bytes: Some(300_000),
+            ..paper()
+        };
+        // CNPs and sends at irregular instants.
+        let events: Vec<(u64, bool)> = (0..400u64)
+            .map(|i| (i * 37 + (i * i) % 11, i % 41 == 3 || i % 97 == 50))
+            .collect();
+        let slowest = lazy_equals_polled(&cfg, &events, 2000);
         assert!(slowest <= 50_000_000_000, "the CNPs did cut: {slowest}");
     }
 
@@ -747,29 +755,10 @@ mod tests {
 
     #[test]
     fn nic_lazy_catch_up_equals_polling_every_microsecond() {
-        let mut lazy = Dcqcn::new(&DcqcnConfig::default(), &ctx());
-        let mut polled = Dcqcn::new(&DcqcnConfig::default(), &ctx());
         let events: Vec<(u64, bool)> = (0..400u64)
             .map(|i| (i * 37 + (i * i) % 11, i % 7 == 3 || i % 97 == 50))
             .collect();
-        let mut t = 0;
-        for &(at, cnp) in &events {
-            while t < at {
-                polled.rate(us(t));
-                t += 1;
-            }
-            for d in [&mut lazy, &mut polled] {
-                d.on_send(us(at), 40_000);
-                if cnp {
-                    d.on_ack(&ack(us(at), true));
-                }
-            }
-            assert_eq!(lazy.rate(us(at)), polled.rate(us(at)), "at {at} us");
-        }
-        let end = us(events.last().unwrap().0 + 5000);
-        assert_eq!(lazy.rate(end), polled.rate(end));
-        assert_eq!(lazy.alpha(), polled.alpha());
-        assert_eq!(lazy.target_rate(), polled.target_rate());
+        lazy_equals_polled(&DcqcnConfig::default(), &events, 5000);
     }
 
     #[test]
