@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use lbsim::failure::Effect;
-use lbsim::net::Shape;
 
 use crate::{build, load_file, output, ScenarioArgs};
 
@@ -32,21 +31,6 @@ pub struct ExportArgs {
     pub dialect: Dialect,
 }
 
-/// `agg:S-core:C` (either way round) as htsim's (aggregation switch, uplink) on a fat-tree of
-/// k/2 = `h`.
-fn agg_uplink(name: &str, h: u32) -> Option<(u32, u32)> {
-    let (a, b) = name.split_once('-')?;
-    let (agg, core) = if a.starts_with("agg:") {
-        (a, b)
-    } else {
-        (b, a)
-    };
-    let s: u32 = agg.strip_prefix("agg:")?.parse().ok()?;
-    let c: u32 = core.strip_prefix("core:")?.parse().ok()?;
-    let base = (s % h) * h;
-    (c >= base && c < base + h).then(|| (s, c - base))
-}
-
 pub fn main(a: ExportArgs) -> Result<()> {
     let (file, origin) = load_file(&a.scenario)?;
     let sc = build(file, &origin)?;
@@ -67,11 +51,7 @@ pub fn main(a: ExportArgs) -> Result<()> {
         Dialect::Uet => {
             let mut fails = Vec::new();
             for f in &sc.failures {
-                let h = match sc.topology.shape {
-                    Shape::FatTree { k } => Some(k / 2),
-                    Shape::LeafSpine { .. } => None,
-                };
-                let up = h.and_then(|h| agg_uplink(&f.name, h));
+                let up = sc.topology.htsim_agg_uplink_of(&f.name);
                 match (up, f.effect, f.at.ps(), f.recover) {
                     (Some(u), Effect::Down, 0, None) => fails.push(u),
                     _ => bail!(

@@ -84,12 +84,16 @@ enum Cmd {
     ExportCm(export::ExportArgs),
     /// List load-balancing schemes, workloads and topologies.
     List,
-    /// Describe the scenario's topology; with --links, name every link.
+    /// Summarise the scenario's fabric (tiers, ports, rates, oversubscription, bisection, path
+    /// counts); with --links, name every link; with --dot, write it as a Graphviz graph instead.
     Topology {
         #[command(flatten)]
         scenario: ScenarioArgs,
         #[arg(long)]
         links: bool,
+        /// Print the fabric as a Graphviz graph (`dot -Tsvg`) and nothing else.
+        #[arg(long, conflicts_with = "links")]
+        dot: bool,
     },
     /// Print the scenario (defaults filled in, overrides applied) as TOML, its file paths
     /// absolute.
@@ -291,10 +295,18 @@ fn real_main(cli: Cli) -> Result<()> {
             print!("{}", output::list());
             Ok(())
         }
-        Cmd::Topology { scenario, links } => {
+        Cmd::Topology {
+            scenario,
+            links,
+            dot,
+        } => {
             let (file, origin) = load_file(&scenario)?;
             let sc = build(file, &origin)?;
-            print!("{}", output::topology(&sc, links));
+            if dot {
+                print!("{}", sc.topology.dot());
+            } else {
+                print!("{}", output::topology(&sc, links));
+            }
             Ok(())
         }
         Cmd::Show { scenario, out } => {

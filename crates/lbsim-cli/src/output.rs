@@ -189,10 +189,10 @@ pub fn list() -> String {
     }
     o.push('\n');
     o.push_str("topologies (topology.kind):\n");
-    o.push_str("  fat_tree           3-tier k-ary fat-tree (topology.k even): k^3/4 hosts\n");
-    o.push_str(
-        "  leaf_spine         2-tier: topology.hosts_per_leaf, leaves, spines, oversubscription\n",
-    );
+    for k in lbsim::scenario::TopologyKind::ALL {
+        let i = k.info();
+        let _ = writeln!(o, "  {:<18} {}", i.name, i.summary);
+    }
     o
 }
 
@@ -201,12 +201,48 @@ pub fn topology(sc: &Scenario, links: bool) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:?}: {} hosts, {} switches, {} links (one per direction), host rate {} Gb/s",
-        t.shape,
+        "{}: {} hosts, {} switches, {} links (one per direction), host rate {} Gb/s",
+        t.describe(),
         t.hosts,
         t.switches.len(),
         t.links.len(),
         t.host_rate.gbps()
+    );
+    let range = |(a, b): (u32, u32)| {
+        if a == b {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        }
+    };
+    let tb = |bps: u128| bps as f64 / 1e12;
+    let _ = writeln!(
+        o,
+        "tier  name   switches  down  up  down Tb/s    up Tb/s  oversubscription  paths"
+    );
+    for (i, s) in t.tier_summaries().iter().enumerate() {
+        let over = if s.up_bps == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3}:1", s.down_bps as f64 / s.up_bps as f64)
+        };
+        let paths = s.paths.map_or("-".to_string(), |p| p.to_string());
+        let _ = writeln!(
+            o,
+            "{i:<5} {:<6} {:>8}  {:>4}  {:>2}  {:>9.3}  {:>9.3}  {over:>16}  {paths:>5}",
+            s.name,
+            s.switches,
+            range(s.down),
+            range(s.up),
+            tb(s.down_bps),
+            tb(s.up_bps),
+        );
+    }
+    let _ = writeln!(
+        o,
+        "bisection bandwidth {:.3} Tb/s; paths: between two hosts whose lowest common tier is \
+         that row's",
+        tb(t.bisection_bps())
     );
     if links {
         for i in 0..t.links.len() {

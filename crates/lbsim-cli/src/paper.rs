@@ -1642,8 +1642,15 @@ fn host_count_edges(s: &SweepData, rivals: &[&str]) -> Vec<(u64, f64, String, f6
             "lower_bound_ps",
         )
         .map_or(f64::NAN, |x| x.0 / 1e6);
+        // The fabric's size as its runs report it.
+        let hosts = field_stats(
+            s,
+            |r| s.value(r, kk).parse::<u64>().ok() == Some(k),
+            "hosts",
+        )
+        .map_or(0, |x| x.0 as u64);
         if let Some((v, n)) = best {
-            out.push((k * k * k / 4, v - of, n.to_string(), bound_us));
+            out.push((hosts, v - of, n.to_string(), bound_us));
         }
     }
     out

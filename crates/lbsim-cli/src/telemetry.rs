@@ -293,7 +293,7 @@ mod columns {
             vec![
                 u32s(r, |x| x.port),
                 strs(r, |x| &x.link),
-                strs(r, |x| x.tier),
+                strs(r, |x| &x.tier),
                 strs(r, |x| &x.from),
                 strs(r, |x| &x.to),
                 u64s(r, |x| x.rate_bps),
@@ -403,7 +403,7 @@ pub fn column_names(table: &str) -> Vec<String> {
             "port_index" => w.serialize(PortInfo {
                 port: 0,
                 link: String::new(),
-                tier: "",
+                tier: String::new(),
                 from: String::new(),
                 to: String::new(),
                 rate_bps: 0,

@@ -4,9 +4,9 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
 use lbsim::engine::EventQueue;
-use lbsim::ids::{HostId, NodeId};
+use lbsim::ids::{HostId, NodeId, SwitchId};
 use lbsim::lb::{PacketView, Side, SwitchCtx, SwitchLb, SCHEMES};
-use lbsim::net::{Port, Shape, Tier};
+use lbsim::net::{LinkParams, Port, Topology};
 use lbsim::rng::{rng_for, Stream};
 use lbsim::scenario::LoadBalancingConfig;
 use lbsim::time::{BitsPerSec, SimTime};
@@ -49,10 +49,18 @@ fn event_queue(c: &mut Criterion) {
 fn switch_choice(c: &mut Criterion) {
     let mut g = c.benchmark_group("switch_choose");
     let cfg = LoadBalancingConfig::default();
+    // An aggregation switch of a k=8 fat-tree (switches 32..63).
+    let topo = Topology::fat_tree(
+        8,
+        LinkParams {
+            rate: BitsPerSec::from_gbps(800.0),
+            latency: SimTime::from_ns(500),
+            switch_latency: SimTime::ZERO,
+        },
+    );
     let ctx = SwitchCtx {
-        tier: Tier::Agg,
-        index: 0,
-        shape: Shape::FatTree { k: 8 },
+        topology: &topo,
+        switch: SwitchId(32),
         salt: 7,
     };
     let group: Vec<Port> = (0..4)

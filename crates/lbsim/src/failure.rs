@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{ConfigError, Origin};
 use crate::ids::{NodeId, PortId, SwitchId};
 pub use crate::net::fault::{Fault, GilbertElliott};
-use crate::net::{Shape, Tier, Topology};
+use crate::net::{Cut, Route, Topology};
 use crate::rng::{rng_for, Stream};
 use crate::time::SimTime;
 
@@ -138,43 +138,18 @@ fn prob(v: Option<f64>, key: String, origin: &Origin, kind: &str) -> Result<f64,
     Ok(v)
 }
 
-/// The cables a random failure may hit: ToR-aggregation and aggregation-core (leaf-spine), one
-/// port per cable (the upward direction), in port order.
+/// The cables a random failure may hit: those between switches, one port per cable (the upward
+/// direction), in port order.
 fn fabric_cables(topo: &Topology) -> Vec<PortId> {
-    topo.links
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| match (l.from, l.to) {
-            (NodeId::Switch(a), NodeId::Switch(b)) => tier_rank(topo, a) < tier_rank(topo, b),
-            _ => false,
-        })
-        .map(|(i, _)| PortId(i as u32))
+    (0..topo.links.len() as u32)
+        .map(PortId)
+        .filter(|&p| topo.is_fabric_uplink(p))
         .collect()
-}
-
-fn tier_rank(topo: &Topology, s: SwitchId) -> u8 {
-    match topo.switches[s.idx()].tier {
-        Tier::Tor => 0,
-        Tier::Agg => 1,
-        Tier::Core => 2,
-    }
 }
 
 /// The port driving the opposite direction of `port`'s cable.
 pub fn reverse(topo: &Topology, port: PortId) -> PortId {
-    let l = &topo.links[port.idx()];
-    let range = match l.to {
-        NodeId::Host(h) => h.idx()..h.idx() + 1,
-        NodeId::Switch(s) => {
-            let i = &topo.switches[s.idx()];
-            i.port_base as usize..(i.port_base + i.ports) as usize
-        }
-    };
-    let back = range
-        .into_iter()
-        .find(|&p| topo.links[p].to == l.from)
-        .expect("every link has a reverse");
-    PortId(back as u32)
+    topo.reverse(port)
 }
 
 /// Validates the `[[failures]]` entries and resolves them to cables.
@@ -334,88 +309,53 @@ impl Weights {
         self.by_switch[s.idx()].get(&dst_tor).map(|b| &**b)
     }
 
-    /// Recomputes every group's weights from per-port capacities `cap` (hundredths).
+    /// Recomputes every group's weights from per-port capacities `cap` (hundredths), per
+    /// destination leaf group: a port's weight is the lesser of its own capacity and the
+    /// capacity of the switch it leads to, and a switch's capacity toward the destination is
+    /// the mean of its next hops' weights (the destination's leaf has no limit). Switches that
+    /// route down are worked out lowest tier first, then those that route up, highest first, so
+    /// every next hop is known before it is needed.
     pub fn compute(topo: &Topology, cap: &[u32]) -> Weights {
         let mut by_switch = vec![BTreeMap::new(); topo.switches.len()];
         let mut any = false;
-        match topo.shape {
-            Shape::FatTree { k } => {
-                let h = k / 2;
-                let tors = k * h;
-                let port =
-                    |s: u32, local: u32| (topo.switches[s as usize].port_base + local) as usize;
-                let agg = |pod: u32, j: u32| tors + pod * h + j;
-                let core = |j: u32, m: u32| 2 * tors + j * h + m;
-                // Capacity from agg (pod, j) down to ToR t (same pod).
-                let agg_down = |pod: u32, j: u32, t: u32| cap[port(agg(pod, j), t % h)];
-                // Capacity from agg (spod, j) via core m to ToR t in another pod.
-                let via_core = |spod: u32, j: u32, m: u32, t: u32| {
-                    let dpod = t / h;
-                    let up = cap[port(agg(spod, j), h + m)];
-                    let down = cap[port(core(j, m), dpod)];
-                    up.min(down).min(agg_down(dpod, j, t))
-                };
-                for t in 0..tors {
-                    let dpod = t / h;
-                    for s in 0..tors {
-                        if s == t {
-                            continue;
-                        }
-                        let spod = s / h;
-                        let w: Vec<u32> = (0..h)
-                            .map(|j| {
-                                let first = cap[port(s, h + j)];
-                                let rest = if spod == dpod {
-                                    agg_down(spod, j, t)
-                                } else {
-                                    (0..h).map(|m| via_core(spod, j, m, t)).sum::<u32>() / h
-                                };
-                                first.min(rest)
-                            })
-                            .collect();
-                        if w.iter().any(|&x| x != w[0]) || w[0] == 0 {
-                            by_switch[s as usize].insert(t, w.into_boxed_slice());
-                            any = true;
-                        }
-                    }
-                    for spod in 0..k {
-                        if spod == dpod {
-                            continue;
-                        }
-                        for j in 0..h {
-                            let w: Vec<u32> = (0..h).map(|m| via_core(spod, j, m, t)).collect();
-                            if w.iter().any(|&x| x != w[0]) || w[0] == 0 {
-                                by_switch[agg(spod, j) as usize].insert(t, w.into_boxed_slice());
-                                any = true;
-                            }
-                        }
-                    }
+        let mut order: Vec<usize> = (0..topo.switches.len()).collect();
+        order.sort_by_key(|&s| topo.switches[s].tier);
+        let leaves = topo.leaf_hosts();
+        let mut value = vec![u32::MAX; topo.switches.len()];
+        let mut w = Vec::new();
+        for (t, hosts) in leaves.iter().enumerate() {
+            let dst = hosts[0];
+            let home = topo.leaf_of(dst);
+            let down = order
+                .iter()
+                .filter(|&&s| topo.is_below(SwitchId(s as u32), dst));
+            let up = order
+                .iter()
+                .rev()
+                .filter(|&&s| !topo.is_below(SwitchId(s as u32), dst));
+            for &s in down.chain(up) {
+                let sw = SwitchId(s as u32);
+                if sw == home {
+                    value[s] = u32::MAX;
+                    continue;
                 }
-            }
-            Shape::LeafSpine {
-                hosts_per_leaf,
-                leaves,
-                spines,
-            } => {
-                for t in 0..leaves {
-                    for s in 0..leaves {
-                        if s == t {
-                            continue;
-                        }
-                        let base = topo.switches[s as usize].port_base + hosts_per_leaf;
-                        let w: Vec<u32> = (0..spines)
-                            .map(|sp| {
-                                let up = cap[(base + sp) as usize];
-                                let down = cap[(topo.switches[(leaves + sp) as usize].port_base + t)
-                                    as usize];
-                                up.min(down)
-                            })
-                            .collect();
-                        if w.iter().any(|&x| x != w[0]) || w[0] == 0 {
-                            by_switch[s as usize].insert(t, w.into_boxed_slice());
-                            any = true;
-                        }
-                    }
+                let (first, n) = match topo.route(sw, dst) {
+                    Route::Port(p) => (p, 1),
+                    Route::Group { first, n } => (first, n),
+                };
+                w.clear();
+                w.extend((first.0..first.0 + n).map(|p| {
+                    let next = match topo.links[p as usize].to {
+                        NodeId::Switch(x) => value[x.idx()],
+                        NodeId::Host(_) => u32::MAX,
+                    };
+                    cap[p as usize].min(next)
+                }));
+                value[s] = w.iter().sum::<u32>() / n.max(1);
+                let grouped = matches!(topo.route(sw, dst), Route::Group { .. });
+                if grouped && (w.iter().any(|&x| x != w[0]) || w[0] == 0) {
+                    by_switch[s].insert(t as u32, w.clone().into_boxed_slice());
+                    any = true;
                 }
             }
         }
@@ -436,84 +376,23 @@ pub fn flow_shares(
     cap: &[u32],
     active: impl Fn(usize) -> bool,
 ) -> Vec<f64> {
-    let (per_tor, per_pod) = match topo.shape {
-        Shape::FatTree { k } => (k / 2, k * k / 4),
-        Shape::LeafSpine { hosts_per_leaf, .. } => (hosts_per_leaf, topo.hosts),
-    };
-    // A cut is named by (kind, index): 0 host up, 1 host down, 2 ToR up, 3 ToR down, 4 pod up,
-    // 5 pod down.
-    let cuts = |f: &crate::workload::FlowSpec| {
-        let (s, d) = (f.src.0, f.dst.0);
-        let mut v = vec![(0u8, s), (1, d)];
-        if s / per_tor != d / per_tor {
-            v.push((2, s / per_tor));
-            v.push((3, d / per_tor));
-        }
-        if s / per_pod != d / per_pod {
-            v.push((4, s / per_pod));
-            v.push((5, d / per_pod));
-        }
-        v
-    };
     // Only flows sending at once share a cut; one not sending is rated as if it joined them.
-    let mut load: BTreeMap<(u8, u32), f64> = BTreeMap::new();
+    let mut load: BTreeMap<Cut, f64> = BTreeMap::new();
     for (_, f) in flows.iter().enumerate().filter(|(i, _)| active(*i)) {
-        for c in cuts(f) {
+        for c in topo.cuts(f.src, f.dst) {
             *load.entry(c).or_default() += 1.0;
         }
     }
     // Live capacity of each cut, in links.
-    let port_cap = |p: u32| cap[p as usize] as f64 / FULL_CAPACITY as f64;
-    let switch_ports = |s: u32| {
-        let i = &topo.switches[s as usize];
-        i.port_base..i.port_base + i.ports
-    };
-    let capacity = |(kind, i): (u8, u32)| -> f64 {
-        match (topo.shape, kind) {
-            (_, 0) => port_cap(i),
-            (_, 1) => {
-                // The ToR port facing host i.
-                let tor = i / per_tor;
-                port_cap(topo.switches[tor as usize].port_base + i % per_tor)
-            }
-            (_, 2) => switch_ports(i).skip(per_tor as usize).map(port_cap).sum(),
-            (Shape::FatTree { k }, 3) => {
-                // Aggregation ports facing ToR i: agg (pod, j) down-port i % h.
-                let h = k / 2;
-                let pod = i / h;
-                (0..h)
-                    .map(|j| {
-                        port_cap(topo.switches[(k * h + pod * h + j) as usize].port_base + i % h)
-                    })
-                    .sum()
-            }
-            (Shape::LeafSpine { leaves, spines, .. }, 3) => (0..spines)
-                .map(|s| port_cap(topo.switches[(leaves + s) as usize].port_base + i))
-                .sum(),
-            (Shape::FatTree { k }, 4) => {
-                let h = k / 2;
-                (0..h)
-                    .flat_map(|j| switch_ports(k * h + i * h + j).skip(h as usize))
-                    .map(port_cap)
-                    .sum()
-            }
-            (Shape::FatTree { k }, 5) => {
-                // Core ports facing pod i.
-                let h = k / 2;
-                (0..h * h)
-                    .map(|c| port_cap(topo.switches[(2 * k * h + c) as usize].port_base + i))
-                    .sum()
-            }
-            _ => f64::INFINITY,
-        }
-    };
+    let port_cap = |p: PortId| cap[p.idx()] as f64 / FULL_CAPACITY as f64;
+    let capacity = |c: Cut| -> f64 { topo.cut_ports(c).into_iter().map(port_cap).sum() };
     flows
         .iter()
         .enumerate()
         .map(|(i, f)| {
             let own = if active(i) { 0.0 } else { 1.0 };
-            let worst = cuts(f)
-                .into_iter()
+            let worst = topo
+                .cuts(f.src, f.dst)
                 .map(|c| (load.get(&c).copied().unwrap_or(0.0) + own) / capacity(c))
                 .fold(1.0f64, f64::max);
             if worst.is_finite() {

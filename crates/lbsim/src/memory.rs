@@ -19,7 +19,6 @@
 //! 1.2 GiB. It errs high
 //! (packets are counted as if every buffer could fill), which is the safe side for a refusal.
 
-use crate::net::config::TopologyKind;
 use crate::workload::{TrafficSpec, WorkloadConfig, WorkloadKind};
 
 /// Fixed cost of a run: the binary, the calendar's flat bucket array, allocator slack.
@@ -68,19 +67,8 @@ impl MemoryEstimate {
 /// network, and invalid settings are left to `Scenario::build` to report.
 pub fn estimate(file: &TrafficSpec) -> Option<MemoryEstimate> {
     let t = &file.topology;
-    let (hosts, ports, switch_ports) = match t.kind {
-        TopologyKind::FatTree => {
-            let k = t.k as u128;
-            // k^3/4 hosts; host-ToR, ToR-aggregation and aggregation-core cables, k^3/4 each.
-            let hosts = k * k * k / 4;
-            (hosts, 6 * hosts, 5 * hosts)
-        }
-        TopologyKind::LeafSpine => {
-            let hosts = t.hosts_per_leaf as u128 * t.leaves as u128;
-            let up = t.leaves as u128 * t.spines as u128;
-            (hosts, 2 * (hosts + up), hosts + 2 * up)
-        }
-    };
+    let size = t.size()?;
+    let (hosts, ports, switch_ports) = (size.hosts, size.ports, size.switch_ports);
     let jobs: Vec<&WorkloadConfig> = if file.jobs.is_empty() {
         vec![&file.workload]
     } else {

@@ -140,3 +140,66 @@ fn the_simulation_never_reads_the_raw_scenario_file() {
         "the simulation reads the raw file: {reads:?}"
     );
 }
+
+/// No layer above `net` does fabric arithmetic: the fabric's numbering (switch port bases, hosts
+/// per leaf, k/2, tiers matched by name) lives in `net::topology` and its generators, and
+/// everything else asks the `Topology` (a host's leaf and groups, routes, cuts, path counts,
+/// partitions). The compiler enforces most of it (routing's data is private to `net`); this
+/// test catches the arithmetic that could still be redone from public fields, in the library
+/// and in the CLI and Python crates, outside tests.
+#[test]
+fn only_net_knows_the_fabrics_numbering() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let roots = [
+        manifest.join("src"),
+        manifest.join("../lbsim-cli/src"),
+        manifest.join("../lbsim-py/src"),
+    ];
+    const FORBIDDEN: &[&str] = &[
+        "port_base",
+        "hosts_per_leaf",
+        "hosts_per_tor",
+        "k / 2",
+        "k * k",
+        "Shape::",
+        "Tier::",
+        ".shape",
+    ];
+    let mut bad = Vec::new();
+    let mut files = 0;
+    for root in &roots {
+        let mut all = Vec::new();
+        walk(root, root, &mut all);
+        for (module, text) in all {
+            if module == "net" && root.ends_with("src") && root.starts_with(manifest) {
+                continue;
+            }
+            files += 1;
+            for (i, line) in text.lines().enumerate() {
+                // Tests may build their expectations by hand; they come last in a file.
+                if line.trim_start().starts_with("#[cfg(test)]") {
+                    break;
+                }
+                let code = line.split("//").next().unwrap_or("");
+                // String literals (keys in messages, help text) are not arithmetic.
+                let code: String = code.split('"').step_by(2).collect();
+                for f in FORBIDDEN {
+                    if code.contains(f) {
+                        let file = text
+                            .lines()
+                            .last()
+                            .unwrap_or("")
+                            .trim_start_matches("// file ");
+                        bad.push(format!("{file}:{}: `{f}`: {}", i + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(files > 50, "sources not found");
+    assert!(
+        bad.is_empty(),
+        "fabric arithmetic outside net:\n{}",
+        bad.join("\n")
+    );
+}

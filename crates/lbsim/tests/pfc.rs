@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use common::{check_conservation_of, run, scenario, scenario_toml};
 use lbsim::ids::{HostId, NodeId, PortId};
-use lbsim::net::{Route, Tier, Topology};
+use lbsim::net::{Route, Topology};
 use lbsim::time::SimTime;
 use lbsim::Simulation;
 
@@ -194,7 +194,7 @@ fn dependencies(t: &Topology, valley: bool) -> BTreeSet<(u32, u32)> {
             let s = &t.switches[sw.idx()];
             for p in s.port_base..s.port_base + s.ports {
                 let to = t.links[p as usize].to;
-                let down = matches!(to, NodeId::Switch(x) if rank(t.switches[x.idx()].tier) < rank(s.tier));
+                let down = matches!(to, NodeId::Switch(x) if t.switches[x.idx()].tier < s.tier);
                 if down && !next.contains(&p) {
                     edges.insert((link, p));
                     walk(t, dst, p, true, valley, edges);
@@ -222,14 +222,6 @@ fn dependencies(t: &Topology, valley: bool) -> BTreeSet<(u32, u32)> {
         }
     }
     edges
-}
-
-fn rank(t: Tier) -> u8 {
-    match t {
-        Tier::Tor => 0,
-        Tier::Agg => 1,
-        Tier::Core => 2,
-    }
 }
 
 /// Whether a directed graph over links has a cycle (Kahn's algorithm leaves nodes behind).
@@ -266,7 +258,7 @@ fn up_down_routes_cannot_deadlock_pfc() {
         let t = &sc.topology;
         let edges = dependencies(t, false);
         assert!(!edges.is_empty());
-        assert!(!has_cycle(t.links.len(), &edges), "{:?}", t.shape);
+        assert!(!has_cycle(t.links.len(), &edges), "{}", t.describe());
     }
     // The check finds the cycle a bounce makes (tor -> agg -> tor -> agg -> tor ...).
     let t = &scenario(&["topology.k=4"]).topology;

@@ -238,7 +238,6 @@ fn jsq_queues_grow_faster_than_random_choice_at_k8() {
 /// aggregation uplinks, and at every switch port (summary.json's mean_queue_bytes).
 fn uplink_and_mean_queue(scheme: &str, sets: &[&str]) -> (f64, f64) {
     use lbsim::ids::{NodeId, PortId};
-    use lbsim::net::Tier;
     let mut sim = Simulation::new(with_scheme(scheme, sets));
     sim.run();
     let s = sim.summary();
@@ -254,7 +253,7 @@ fn uplink_and_mean_queue(scheme: &str, sets: &[&str]) -> (f64, f64) {
             let l = &t.links[i];
             matches!(
                 (tier(l.from), tier(l.to)),
-                (Some(Tier::Tor), Some(Tier::Agg)) | (Some(Tier::Agg), Some(Tier::Core))
+                (Some(0), Some(1)) | (Some(1), Some(2))
             )
         })
         .map(|i| sim.port_queue(PortId(i as u32)).0)

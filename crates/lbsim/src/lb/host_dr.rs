@@ -2,12 +2,14 @@
 //! rotates over every valid path to its destination, one packet per path in turn, so the load a
 //! host puts on each path is exactly even and deterministic.
 //!
-//! Paths are through the lowest common tier: the (k/2)^2 cores for an inter-pod flow, the k/2
-//! aggregation switches of the pod for an intra-pod flow, a single path under one ToR; in a
-//! leaf-spine, the spines. A flow starts at a random path index and packet i uses index
-//! (start + i) mod count. Indices are ordered so that consecutive ones change the first-hop
-//! aggregation switch (DRB's digit reversal): index i goes up ToR port j = i mod h, then agg port
-//! m = (i / h) mod h (core j*h + m), with h = k/2.
+//! Paths are through the lowest common tier: the (k/2)^2 cores for an inter-pod flow of a
+//! fat-tree, the k/2 aggregation switches of the pod for an intra-pod flow, a single path under
+//! one leaf; in a leaf-spine, the spines; on any Clos, the product of the up degrees below that
+//! tier (the fabric counts them: `Topology::path_count`). A flow starts at a random path index
+//! and packet i uses index (start + i) mod count. Indices are mixed-radix numbers whose lowest
+//! digit is the first uplink, so consecutive ones change the first hop (DRB's digit reversal):
+//! on a fat-tree index i goes up ToR port j = i mod h, then agg port m = (i / h) mod h (core
+//! j*h + m), with h = k/2.
 //!
 //! A switch hash cannot pin a path, so the scheme pairs the host rotation with [`SourceRouted`]
 //! switches that read the path from the entropy: the entropy *is* the path index. ACKs echo their
@@ -19,7 +21,7 @@
 
 use super::config::Options;
 use super::{FlowCtx, HostPolicy, PacketView, Scheme, SchemeInfo, SwitchCtx, SwitchPolicy};
-use crate::net::{Port, Shape, Tier};
+use crate::net::Port;
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use rand::Rng;
@@ -43,36 +45,15 @@ impl Scheme for Def {
         Box::new(HostDr::new(ctx, rng))
     }
     fn switch(_: &(), ctx: &SwitchCtx) -> SourceRouted {
-        SourceRouted::new(ctx.tier, ctx.shape)
+        SourceRouted::new(ctx)
     }
 }
 
-/// Number of distinct paths between the flow's endpoints (each is an entropy in 0..count).
+/// Number of distinct paths between the flow's endpoints (each is an entropy in 0..count), as
+/// the fabric counts them. A fabric where paths are not named by their up choices is refused
+/// before a run (see `Topology::paths_named_by_up_choices`).
 pub fn path_count(ctx: &FlowCtx) -> u32 {
-    let (s, d) = (ctx.src.0, ctx.dst.0);
-    match ctx.topology.shape {
-        Shape::FatTree { k } => {
-            let h = k / 2;
-            if s / h == d / h {
-                1
-            } else if s / (h * h) == d / (h * h) {
-                h
-            } else {
-                h * h
-            }
-        }
-        Shape::LeafSpine {
-            hosts_per_leaf,
-            spines,
-            ..
-        } => {
-            if s / hosts_per_leaf == d / hosts_per_leaf {
-                1
-            } else {
-                spines
-            }
-        }
-    }
+    ctx.topology.path_count(ctx.src, ctx.dst).unwrap_or(1)
 }
 
 #[derive(Clone, Debug)]
@@ -108,12 +89,10 @@ pub struct SourceRouted {
 }
 
 impl SourceRouted {
-    pub fn new(tier: Tier, shape: Shape) -> Self {
-        let div = match (shape, tier) {
-            (Shape::FatTree { k }, Tier::Agg) => k / 2,
-            _ => 1,
-        };
-        SourceRouted { div }
+    pub fn new(ctx: &SwitchCtx) -> Self {
+        SourceRouted {
+            div: ctx.topology.path_digit(ctx.tier()).unwrap_or(1).max(1),
+        }
     }
 }
 
@@ -162,14 +141,12 @@ mod tests {
         let mut rng = rng_for(0, Stream::Switch, 0);
         while let NodeId::Switch(sw) = link.to {
             seen.push(sw);
-            let info = &t.switches[sw.idx()];
             let port = match t.route(sw, HostId(dst)) {
                 Route::Port(p) => p,
                 Route::Group { first, n } => {
                     let ctx = SwitchCtx {
-                        tier: info.tier,
-                        index: info.index,
-                        shape: t.shape,
+                        topology: t,
+                        switch: sw,
                         salt: 0,
                     };
                     // The registry builds host_dr's switches as a run does.

@@ -62,7 +62,7 @@ pub mod ofan;
 use std::sync::LazyLock;
 
 use crate::ids::{FlowId, HostId};
-use crate::net::{Port, Shape, Tier, Topology};
+use crate::net::{Port, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::time::SimTime;
 use config::{LoadBalancingConfig, OptSpec, Options};
@@ -503,15 +503,21 @@ impl HostLbs {
     }
 }
 
-/// What a switch knows about itself.
+/// What a switch knows about itself: which switch it is, and the fabric it may ask about its
+/// destinations' groups and the paths hosts name.
 #[derive(Clone, Copy, Debug)]
-pub struct SwitchCtx {
-    pub tier: Tier,
-    /// Index within its tier.
-    pub index: u32,
-    pub shape: Shape,
+pub struct SwitchCtx<'a> {
+    pub topology: &'a Topology,
+    pub switch: crate::ids::SwitchId,
     /// Per-switch hash salt drawn from the scenario seed.
     pub salt: u64,
+}
+
+impl SwitchCtx<'_> {
+    /// This switch's tier (0: hosts attach to it).
+    pub fn tier(&self) -> u8 {
+        self.topology.switches[self.switch.idx()].tier
+    }
 }
 
 /// What a switch knows about the packet it is forwarding, and what routing told it.
@@ -692,11 +698,11 @@ mod tests {
 
     /// A switch of every kind of position the capability tests use: a fat-tree ToR (Ofan keys
     /// its rotations by the destination's ToR, so destinations stay below 128).
-    fn ctx() -> SwitchCtx {
+    fn ctx() -> SwitchCtx<'static> {
+        static TOPO: std::sync::OnceLock<Topology> = std::sync::OnceLock::new();
         SwitchCtx {
-            tier: Tier::Tor,
-            index: 0,
-            shape: Shape::FatTree { k: 8 },
+            topology: TOPO.get_or_init(|| Topology::fat_tree(8, crate::net::topology::TEST_LINKS)),
+            switch: crate::ids::SwitchId(0),
             salt: 11,
         }
     }

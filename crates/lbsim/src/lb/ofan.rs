@@ -15,7 +15,7 @@
 //! convergence the old schedule is kept, so packets keep going onto a dead port. No options.
 
 use super::{PacketView, Scheme, SchemeInfo, SwitchCtx, SwitchPolicy};
-use crate::net::{Port, Shape, Tier};
+use crate::net::{GroupMap, Port};
 use crate::rng::SimRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -99,29 +99,18 @@ impl Rotation {
 
 #[derive(Clone, Debug)]
 pub struct Ofan {
-    /// Host index divided by this is the destination key (ToR or leaf at the first tier, pod at
-    /// the aggregation tier).
-    key_div: u32,
+    /// The destination key: the destination's group at this switch's tier (its ToR or leaf at
+    /// the first tier, its pod at the aggregation tier).
+    keys: GroupMap,
     rotations: Vec<Rotation>,
 }
 
 impl Ofan {
     pub fn new(ctx: &SwitchCtx) -> Self {
-        let (key_div, keys) = match (ctx.shape, ctx.tier) {
-            (Shape::FatTree { k }, Tier::Tor) => (k / 2, k * k / 2),
-            (Shape::FatTree { k }, _) => (k * k / 4, k),
-            (
-                Shape::LeafSpine {
-                    hosts_per_leaf,
-                    leaves,
-                    ..
-                },
-                _,
-            ) => (hosts_per_leaf, leaves),
-        };
+        let (keys, n) = ctx.topology.groups(ctx.tier());
         Ofan {
-            key_div,
-            rotations: vec![Rotation::default(); keys as usize],
+            keys: keys.clone(),
+            rotations: vec![Rotation::default(); n as usize],
         }
     }
 }
@@ -129,7 +118,7 @@ impl Ofan {
 impl SwitchPolicy for Ofan {
     #[inline]
     fn choose(&mut self, pkt: &PacketView, group: &[Port], rng: &mut SimRng) -> usize {
-        let r = &mut self.rotations[(pkt.dst.0 / self.key_div) as usize];
+        let r = &mut self.rotations[self.keys.of(pkt.dst) as usize];
         if r.schedule.is_empty() || r.epoch != pkt.epoch {
             r.build(&vec![1; group.len()], pkt.epoch, rng);
         }
@@ -147,7 +136,7 @@ impl SwitchPolicy for Ofan {
         weights: &[u32],
         rng: &mut SimRng,
     ) -> usize {
-        let r = &mut self.rotations[(pkt.dst.0 / self.key_div) as usize];
+        let r = &mut self.rotations[self.keys.of(pkt.dst) as usize];
         if r.schedule.is_empty() || r.epoch != pkt.epoch {
             r.build(weights, pkt.epoch, rng);
         }
@@ -160,6 +149,7 @@ mod tests {
     use super::*;
     use crate::ids::HostId;
     use crate::lb::testutil;
+    use crate::net::Topology;
     use crate::rng::{rng_for, Stream};
     use crate::time::SimTime;
 
@@ -220,19 +210,24 @@ mod tests {
         assert!(firsts.iter().all(|&c| (60..140).contains(&c)), "{firsts:?}");
     }
 
-    fn ctx(shape: Shape, tier: Tier) -> SwitchCtx {
-        SwitchCtx {
-            tier,
-            index: 0,
-            shape,
+    /// Ofan at the first switch of `tier`.
+    fn ofan(t: &Topology, tier: u8) -> Ofan {
+        let s = t.switches.iter().position(|s| s.tier == tier).unwrap();
+        Ofan::new(&SwitchCtx {
+            topology: t,
+            switch: crate::ids::SwitchId(s as u32),
             salt: 0,
-        }
+        })
+    }
+
+    fn fat_tree(k: u32) -> Topology {
+        Topology::fat_tree(k, crate::net::topology::TEST_LINKS)
     }
 
     #[test]
     fn each_destination_rotates_over_every_uplink() {
         let mut rng = rng_for(1, Stream::Switch, 2);
-        let mut o = Ofan::new(&ctx(Shape::FatTree { k: 8 }, Tier::Tor));
+        let mut o = ofan(&fat_tree(8), 0);
         let g = group(4);
         // Hosts 40..43 share ToR 10: one rotation. Interleave another destination.
         let mut a = Vec::new();
@@ -248,23 +243,21 @@ mod tests {
 
     #[test]
     fn the_ack_pointer_starts_half_a_schedule_away() {
-        for (n, shape, tier, dst) in [
-            (4usize, Shape::FatTree { k: 8 }, Tier::Agg, 90u32),
-            (3, Shape::FatTree { k: 6 }, Tier::Tor, 20),
-            (
-                5,
-                Shape::LeafSpine {
-                    hosts_per_leaf: 4,
-                    leaves: 3,
-                    spines: 5,
-                },
-                Tier::Tor,
-                9,
-            ),
+        let leaf_spine = Topology::leaf_spine(
+            4,
+            3,
+            5,
+            crate::net::topology::TEST_LINKS,
+            crate::net::topology::TEST_LINKS.rate,
+        );
+        for (n, topo, tier, dst) in [
+            (4usize, fat_tree(8), 1, 90u32),
+            (3, fat_tree(6), 0, 20),
+            (5, leaf_spine, 0, 9),
         ] {
             for seed in 0..10 {
                 let mut rng = rng_for(seed, Stream::Switch, 3);
-                let mut o = Ofan::new(&ctx(shape, tier));
+                let mut o = ofan(&topo, tier);
                 let g = group(n);
                 let data: Vec<usize> = (0..n)
                     .map(|_| o.choose(&view(dst, false), &g, &mut rng))
@@ -285,7 +278,7 @@ mod tests {
         let mut firsts = [0u32; 4];
         for seed in 0..200 {
             let mut rng = rng_for(seed, Stream::Switch, 4);
-            let mut o = Ofan::new(&ctx(Shape::FatTree { k: 8 }, Tier::Agg));
+            let mut o = ofan(&fat_tree(8), 1);
             firsts[o.choose(&view(0, false), &g, &mut rng)] += 1;
         }
         assert!(firsts.iter().all(|&c| c > 25), "{firsts:?}");

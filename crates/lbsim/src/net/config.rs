@@ -5,11 +5,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::defaults;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TopologyKind {
-    FatTree,
-    LeafSpine,
+pub use super::kinds::TopologyKind;
+
+/// `[[topology.tier]]`: one tier of a `clos` fabric, lowest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierConfig {
+    /// Down ports of each switch of the tier (hosts under a leaf; links to the tier below).
+    pub down: u32,
+    /// Up ports of each switch (0, the default, at the top tier).
+    #[serde(default)]
+    pub up: u32,
+    /// The rate of the tier's down links (default `link_gbps`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gbps: Option<f64>,
+    /// The latency of the tier's down links (default `link_latency_ns`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<f64>,
 }
 
 /// `[topology]`
@@ -28,6 +40,15 @@ pub struct TopologyConfig {
     /// Leaf-spine: host capacity over uplink capacity per leaf; sets the uplink rate to
     /// hosts_per_leaf x link_gbps / (spines x oversubscription).
     pub oversubscription: f64,
+    /// Clos: the number of hosts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<u32>,
+    /// Clos with three tiers: hosts per pod.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_hosts: Option<u32>,
+    /// Clos: the tiers, lowest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tier: Vec<TierConfig>,
     pub link_gbps: f64,
     pub link_latency_ns: f64,
     /// Added to every hop into a switch.
@@ -82,6 +103,9 @@ impl Default for TopologyConfig {
             leaves: 8,
             spines: 8,
             oversubscription: 1.0,
+            hosts: None,
+            pod_hosts: None,
+            tier: Vec::new(),
             link_gbps: 800.0,
             link_latency_ns: 500.0,
             switch_latency_ns: 0.0,
@@ -141,12 +165,28 @@ impl TopologyConfig {
                 gbps = gbps.max(up);
             }
         }
+        if self.kind == TopologyKind::Clos {
+            for t in &self.tier {
+                gbps = gbps.max(t.gbps.unwrap_or(0.0));
+            }
+        }
         crate::time::BitsPerSec::from_gbps(gbps).0
+    }
+
+    /// The longest link latency in nanoseconds (a Clos may give each tier its own).
+    pub fn longest_latency_ns(&self) -> f64 {
+        let mut ns = self.link_latency_ns;
+        if self.kind == TopologyKind::Clos {
+            for t in &self.tier {
+                ns = ns.max(t.latency_ns.unwrap_or(0.0));
+            }
+        }
+        ns
     }
 
     /// PFC headroom for these links and packets (see `pfc_headroom`).
     pub fn pfc_headroom_for(&self, pk: &PacketConfig) -> u64 {
-        let latency = crate::time::SimTime::from_ns_f64(self.link_latency_ns).ps();
+        let latency = crate::time::SimTime::from_ns_f64(self.longest_latency_ns()).ps();
         let mtu = (pk.payload_bytes + pk.header_bytes) as u64;
         self.pfc_headroom(self.fastest_link_bps(), latency, mtu)
     }

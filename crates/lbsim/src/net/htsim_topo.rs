@@ -4,16 +4,17 @@
 //! `Switch_Latency_ns`, `Queue_Down`, `Queue_Up`, `Oversubscribed` and `Bundle`; keys are
 //! case-insensitive, `#` starts a comment.
 //!
-//! lbsim builds what it can model: two tiers as a leaf-spine (`Radix_Down` of tier 0 hosts per
-//! leaf, `Radix_Up` spines, the spines' downlink speed giving the oversubscription), three as a
-//! k-ary fat-tree (every radix k/2, the core's k, one speed, no oversubscription). One link
-//! latency, one switch latency and one queue size serve every tier. Anything else is refused
-//! with the line that departs from what lbsim can build.
+//! The counts follow as htsim derives them (pods of `Podsize` hosts; ToRs, aggregation switches
+//! and cores from the radices; `Bundle` parallel links, which must agree with the radices). A
+//! k-ary fat-tree with one speed and one latency imports as `fat_tree`, two tiers with one link
+//! between every leaf and spine as `leaf_spine`, anything else (tapers, per-tier speeds and
+//! latencies, parallel links) as a `clos`. One switch latency and one queue size serve every
+//! tier. Anything else is refused with the line that departs from what lbsim can build.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::config::{TopologyConfig, TopologyKind};
+use super::config::{TierConfig, TopologyConfig, TopologyKind};
 use crate::config::ConfigError;
 
 /// Per-tier attributes: value and line.
@@ -148,15 +149,6 @@ pub fn apply(text: &str, name: &str, t: &mut TopologyConfig) -> Result<(), Confi
         }
         Ok(first.map(|f| f.0))
     };
-    for tier in 0..tiers.len() {
-        if let Some((b, ln)) = get(tier, "bundle").filter(|b| b.0 != 1) {
-            return Err(err(
-                ln,
-                format!("Bundle {b}: lbsim has one cable between two switches"),
-            ));
-        }
-    }
-    let lat = uniform("downlink_latency_ns", 0)?;
     let sw = uniform("switch_latency_ns", 0)?;
     let queue = match (uniform("queue_down", 0)?, uniform("queue_up", 0)?) {
         (Some(a), Some(b)) if a != b => {
@@ -168,114 +160,188 @@ pub fn apply(text: &str, name: &str, t: &mut TopologyConfig) -> Result<(), Confi
         }
         (a, b) => a.or(b),
     };
-    let (speed0, _) = req(0, "downlink_speed_gbps")?;
-    let (rd0, rl0) = req(0, "radix_down")?;
-    let (ru0, _) = req(0, "radix_up")?;
-    if rd0 == 0 || ru0 == 0 || speed0 == 0 {
-        return Err(err(
-            rl0,
-            "tier 0's radices and speed must be positive".into(),
-        ));
-    }
-    if ntiers == 2 {
-        let (speed1, sl1) = req(1, "downlink_speed_gbps")?;
-        let (rd1, rl1) = req(1, "radix_down")?;
-        if !nodes.is_multiple_of(rd0) {
+    let n = tiers.len();
+    let line = |tier: usize, k: &str| get(tier, k).map_or(0, |v| v.1);
+    // Per tier: (down radix, up radix, downlink speed).
+    let mut r = Vec::with_capacity(n);
+    for tier in 0..n {
+        let (down, dl) = req(tier, "radix_down")?;
+        let (speed, sl) = req(tier, "downlink_speed_gbps")?;
+        if down == 0 || speed == 0 {
+            let l = if down == 0 { dl } else { sl };
             return Err(err(
-                rl0,
-                format!("{nodes} nodes do not fill leaves of {rd0} hosts"),
+                l,
+                format!("tier {tier}'s radix and speed must be positive"),
             ));
         }
-        let leaves = nodes / rd0;
-        if rd1 != leaves {
+        let up = if tier + 1 < n {
+            let (u, ul) = req(tier, "radix_up")?;
+            if u == 0 {
+                return Err(err(ul, format!("tier {tier}'s Radix_Up must be positive")));
+            }
+            u
+        } else {
+            if let Some((_, ul)) = get(tier, "radix_up") {
+                return Err(err(ul, "the top tier has no uplinks".into()));
+            }
+            0
+        };
+        r.push((down, up, speed));
+    }
+    // The counts, as htsim derives them, each failure named by the line it follows from.
+    let divide = |a: u64, b: u64, ln: usize, what: &str| -> Result<u64, ConfigError> {
+        if b == 0 || !a.is_multiple_of(b) || a / b == 0 || a / b >= 1 << 24 {
+            Err(err(ln, format!("{what}: {a} does not divide into {b}s")))
+        } else {
+            Ok(a / b)
+        }
+    };
+    let (rd0, ru0, speed0) = r[0];
+    let leaves = divide(
+        nodes,
+        rd0,
+        line(0, "radix_down"),
+        "nodes over tier 0's Radix_Down",
+    )?;
+    let mut bundles = vec![1u64; n];
+    let mut pods = 1;
+    if n == 2 {
+        let b = divide(
+            r[1].0,
+            leaves,
+            line(1, "radix_down"),
+            "a spine's Radix_Down over the leaves",
+        )?;
+        divide(
+            ru0,
+            b,
+            line(0, "radix_up"),
+            "a leaf's Radix_Up over the links to each spine",
+        )?;
+        bundles[1] = b;
+    } else {
+        let (pod_hosts, pl) = head
+            .get("podsize")
+            .copied()
+            .ok_or_else(|| err(0, "missing the `Podsize` header line".into()))?;
+        pods = divide(nodes, pod_hosts, pl, "Nodes over Podsize")?;
+        let lp = divide(
+            pod_hosts,
+            rd0,
+            line(0, "radix_down"),
+            "Podsize over tier 0's Radix_Down",
+        )?;
+        let b1 = divide(
+            r[1].0,
+            lp,
+            line(1, "radix_down"),
+            "tier 1's Radix_Down over a pod's ToRs",
+        )?;
+        let aggs = divide(
+            ru0,
+            b1,
+            line(0, "radix_up"),
+            "tier 0's Radix_Up over the links to each agg",
+        )?;
+        let cores = divide(
+            pods * aggs * r[1].1,
+            r[2].0,
+            line(2, "radix_down"),
+            "aggregation uplinks over tier 2's Radix_Down",
+        )?;
+        let group = divide(
+            cores,
+            aggs,
+            line(2, "radix_down"),
+            "cores over a pod's aggs",
+        )?;
+        let b2 = divide(
+            r[1].1,
+            group,
+            line(1, "radix_up"),
+            "tier 1's Radix_Up over its cores",
+        )?;
+        if pods * b2 != r[2].0 {
             return Err(err(
-                rl1,
+                line(2, "radix_down"),
                 format!(
-                    "a spine's Radix_Down {rd1}, but there are {leaves} leaves: lbsim links \
-                     every leaf to every spine once"
+                    "tier 2's Radix_Down {}: a core links to one agg in each of {pods} pods, \
+                     {b2} links each",
+                    r[2].0
                 ),
             ));
         }
-        if speed1 == 0 {
-            return Err(err(sl1, "speed must be positive".into()));
+        bundles[1] = b1;
+        bundles[2] = b2;
+    }
+    for (tier, &b) in bundles.iter().enumerate() {
+        if let Some((given, ln)) = get(tier, "bundle").filter(|g| g.0 != b) {
+            return Err(err(
+                ln,
+                format!("Bundle {given}: the radices give {b} links between each pair of switches"),
+            ));
         }
-        let over = (rd0 * speed0) as f64 / (ru0 * speed1) as f64;
-        if let Some((o, ol)) = get(0, "oversubscribed") {
-            if (o as f64 - over).abs() > 1e-9 {
-                return Err(err(
-                    ol,
-                    format!(
-                        "Oversubscribed {o}, but {rd0} hosts at {speed0} Gb/s over {ru0} \
-                         uplinks at {speed1} Gb/s are {over}:1"
-                    ),
-                ));
+    }
+    for tier in 0..n {
+        let Some((o, ol)) = get(tier, "oversubscribed") else {
+            continue;
+        };
+        if tier + 1 == n {
+            if o != 1 {
+                return Err(err(ol, format!("Oversubscribed {o} on the top tier")));
             }
+            continue;
         }
-        if let Some((o, ol)) = get(1, "oversubscribed").filter(|o| o.0 != 1) {
-            return Err(err(ol, format!("Oversubscribed {o} on the top tier")));
+        let (down, up, speed) = r[tier];
+        let over = (down * speed) as f64 / (up * r[tier + 1].2) as f64;
+        if (o as f64 - over).abs() > 1e-9 {
+            return Err(err(
+                ol,
+                format!(
+                    "Oversubscribed {o}, but {down} links down at {speed} Gb/s over {up} uplinks \
+                     at {} Gb/s are {over}:1",
+                    r[tier + 1].2
+                ),
+            ));
         }
+    }
+    let lats: Vec<Option<u64>> = (0..n)
+        .map(|t| get(t, "downlink_latency_ns").map(|v| v.0))
+        .collect();
+    let one_latency = lats.iter().all(|l| *l == lats[0]);
+    let one_speed = r.iter().all(|x| x.2 == speed0);
+    let h = rd0;
+    let k_ary = n == 3
+        && one_speed
+        && [ru0, r[1].0, r[1].1].iter().all(|&x| x == h)
+        && r[2].0 == 2 * h
+        && nodes == 2 * h * h * h;
+    if k_ary && one_latency {
+        t.kind = TopologyKind::FatTree;
+        t.k = 2 * h as u32;
+        t.link_gbps = speed0 as f64;
+    } else if n == 2 && bundles[1] == 1 && one_latency {
         t.kind = TopologyKind::LeafSpine;
         t.hosts_per_leaf = rd0 as u32;
         t.leaves = leaves as u32;
         t.spines = ru0 as u32;
-        t.oversubscription = over;
+        t.oversubscription = (rd0 * speed0) as f64 / (ru0 * r[1].2) as f64;
+        t.link_gbps = speed0 as f64;
     } else {
-        let h = rd0;
-        let k = 2 * h;
-        let want = [
-            (0, "radix_up", h),
-            (1, "radix_down", h),
-            (1, "radix_up", h),
-            (2, "radix_down", k),
-        ];
-        for (tier, key, v) in want {
-            let (got, ln) = req(tier, key)?;
-            if got != v {
-                return Err(err(
-                    ln,
-                    format!(
-                        "tier {tier}'s {key} {got}: lbsim's fat-tree is k-ary (here k = {k}: \
-                         every radix {h}, the core's {k})"
-                    ),
-                ));
-            }
-        }
-        if let Some(ln) = head.get("podsize").filter(|p| p.0 != h * h).map(|p| p.1) {
-            return Err(err(
-                ln,
-                format!("Podsize: a k = {k} fat-tree's pods have {} hosts", h * h),
-            ));
-        }
-        if nodes != k * k * k / 4 {
-            return Err(err(
-                head["nodes"].1,
-                format!(
-                    "Nodes {nodes}: a k = {k} fat-tree has {} hosts",
-                    k * k * k / 4
-                ),
-            ));
-        }
-        for tier in 0..3 {
-            if let Some((o, ol)) = get(tier, "oversubscribed").filter(|o| o.0 != 1) {
-                return Err(err(
-                    ol,
-                    format!(
-                        "Oversubscribed {o}: lbsim's fat-tree is not oversubscribed (use a \
-                         2-tier leaf-spine)"
-                    ),
-                ));
-            }
-        }
-        t.kind = TopologyKind::FatTree;
-        t.k = k as u32;
-    }
-    let speed = uniform("downlink_speed_gbps", 0)?;
-    if ntiers == 3 {
-        t.link_gbps = speed.unwrap_or(speed0) as f64;
-    } else {
+        t.kind = TopologyKind::Clos;
+        t.hosts = Some(nodes as u32);
+        t.pod_hosts = (n == 3).then(|| (nodes / pods) as u32);
+        t.tier = (0..n)
+            .map(|i| TierConfig {
+                down: r[i].0 as u32,
+                up: r[i].1 as u32,
+                gbps: Some(r[i].2 as f64),
+                latency_ns: lats[i].map(|l| l as f64),
+            })
+            .collect();
         t.link_gbps = speed0 as f64;
     }
-    if let Some(l) = lat {
+    if let Some(l) = lats[0] {
         t.link_latency_ns = l as f64;
     }
     if let Some(s) = sw {
@@ -321,21 +387,24 @@ mod tests {
         );
         let e = topo(&FT.replace("Radix_Down 8", "Radix_Down 8\nBundle 2")).unwrap_err();
         assert!(e.contains("Bundle 2"), "{e}");
-        let e = topo(&FT.replace(
+        // A faster core, or fewer aggregation uplinks (2:1 at the aggregation tier), is a Clos.
+        let t = topo(&FT.replace(
             "Tier 2\nDownlink_speed_Gbps 100",
             "Tier 2\nDownlink_speed_Gbps 200",
         ))
-        .unwrap_err();
-        assert!(
-            e.contains("downlink_speed_gbps 200") && e.contains("line 7"),
-            "{e}"
-        );
-        let e = topo(&FT.replace(
+        .unwrap();
+        assert_eq!(t.kind, TopologyKind::Clos);
+        let gbps: Vec<_> = t.tier.iter().map(|x| x.gbps).collect();
+        assert_eq!(gbps, [Some(100.0), Some(100.0), Some(200.0)]);
+        let t = topo(&FT.replace(
             "Radix_Up 4\nDownlink_Latency_ns 1000\nBundle",
             "Radix_Up 2\nDownlink_Latency_ns 1000\nBundle",
         ))
-        .unwrap_err();
-        assert!(e.contains("k-ary"), "{e}");
+        .unwrap();
+        assert_eq!((t.kind, t.tier[1].up), (TopologyKind::Clos, 2));
+        // ... whose radices must still add up: 8 pods x 4 aggs x 4 uplinks over cores of 12.
+        let e = topo(&FT.replace("Radix_Down 8", "Radix_Down 12")).unwrap_err();
+        assert!(e.starts_with("x.topo:22:"), "{e}");
         let e = topo(&FT.replace("Bundle 1", "Colour 1")).unwrap_err();
         assert!(
             e.starts_with("x.topo:18:") && e.contains("unknown attribute"),
@@ -363,6 +432,43 @@ mod tests {
         let e = topo(&ls.replace("Oversubscribed 4", "Oversubscribed 2")).unwrap_err();
         assert!(e.starts_with("x.topo:11:") && e.contains("4:1"), "{e}");
         let e = topo(&ls.replace("Radix_Down 4", "Radix_Down 5")).unwrap_err();
-        assert!(e.starts_with("x.topo:15:") && e.contains("4 leaves"), "{e}");
+        assert!(e.starts_with("x.topo:15:") && e.contains("leaves"), "{e}");
+        // Two links from each leaf to each spine: a Clos.
+        let t = topo(
+            &ls.replace("Radix_Down 4", "Radix_Down 8")
+                .replace("Radix_Up 2", "Radix_Up 4")
+                .replace("Oversubscribed 4", "Oversubscribed 2"),
+        )
+        .unwrap();
+        assert_eq!(
+            (t.kind, t.tier[0].up, t.tier[1].down),
+            (TopologyKind::Clos, 4, 8)
+        );
+    }
+
+    /// The shapes of htsim's oversubscribed fat-tree files (`fat_tree_128_4os`,
+    /// `fat_tree_1024_8os`): they import and build.
+    #[test]
+    fn htsims_oversubscribed_fat_trees_build() {
+        let os4 = "Nodes 128\nTiers 3\nPodsize 16\nTier 0\nOversubscribed 1\n\
+            Downlink_speed_Gbps 100\nRadix_Down 4\nRadix_Up 4\nDownlink_Latency_ns 1000\n\
+            Switch_Latency_ns 0\nTier 1\nOversubscribed 4\nDownlink_speed_Gbps 100\nRadix_Down 4\n\
+            Radix_Up 1\nDownlink_Latency_ns 1000\nSwitch_Latency_ns 0\nBundle 1\nTier 2\n\
+            Downlink_speed_Gbps 100\nRadix_Down 8\nDownlink_Latency_ns 1000\nSwitch_Latency_ns 0\n\
+            Bundle 1\n";
+        let os8 = "Nodes 1024\nTiers 3\nPodsize 64\nTier 0\nOversubscribed 4\n\
+            Downlink_speed_Gbps 100\nRadix_Down 8\nRadix_Up 2\nDownlink_Latency_ns 1000\n\
+            Switch_Latency_ns 0\nTier 1\nOversubscribed 2\nDownlink_speed_Gbps 100\nRadix_Down 8\n\
+            Radix_Up 4\nDownlink_Latency_ns 1000\nSwitch_Latency_ns 0\nBundle 1\nTier 2\n\
+            Downlink_speed_Gbps 100\nRadix_Down 16\nDownlink_Latency_ns 1000\n\
+            Switch_Latency_ns 0\nBundle 1\n";
+        // (hosts, ToRs, aggs, cores)
+        for (text, want) in [(os4, (128, 32, 32, 4)), (os8, (1024, 128, 32, 8))] {
+            let t = topo(text).unwrap();
+            assert_eq!(t.kind, TopologyKind::Clos);
+            let built = t.build(&crate::config::Origin::builtin()).unwrap();
+            let n = |tier: u8| built.switches.iter().filter(|s| s.tier == tier).count();
+            assert_eq!((built.hosts as usize, n(0), n(1), n(2)), want);
+        }
     }
 }

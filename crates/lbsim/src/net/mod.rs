@@ -1,7 +1,9 @@
 //! The network: packets, egress ports with their links, and fabric topologies.
 
+pub mod clos;
 pub mod config;
 pub mod htsim_topo;
+pub mod kinds;
 pub mod fault;
 pub mod packet;
 pub mod port;
@@ -10,4 +12,4 @@ pub mod topology;
 pub use fault::{Fault, GilbertElliott};
 pub use packet::{Packet, PacketKind};
 pub use port::{Port, Slots};
-pub use topology::{LinkParams, PathProfile, Route, Shape, Tier, Topology};
+pub use topology::{Builder, Cut, GroupMap, LinkParams, PathProfile, Route, TierSummary, Topology};

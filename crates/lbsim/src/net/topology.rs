@@ -1,78 +1,65 @@
-//! Fabric shapes and their up-down routing.
+//! The fabric as data: a layered link graph (hosts, switches in tiers, one egress port per end of
+//! each cable) and everything derived from it that the other layers ask for: a host's attachment
+//! and its group at each tier, each switch's next hops toward a destination, path counts for
+//! host-decided paths, each port's tier, the cuts the bound and failure-aware rates need, and a
+//! partition of the switches for the parallel engine. No layer above `net` does fabric
+//! arithmetic; generators (`clos.rs`) and imports only produce the graph.
 //!
-//! Ports are laid out so that every next-hop group is a contiguous run of a switch's ports: routing
-//! is arithmetic on the destination's index (no per-destination tables), and a load-balancing
-//! decision sees its candidate ports as one slice.
+//! Routing is valley-free up-down, computed from the graph once ([`Builder::finish`]): a packet
+//! climbs until it meets a switch with its destination below, then descends. Ports are laid out
+//! so that every next-hop group is a contiguous run of a switch's ports (down ports first, up
+//! ports after), so a load-balancing decision sees its candidates as one slice. A switch whose
+//! hosts below split evenly over its down ports routes by arithmetic on the destination's
+//! index (a subtraction, a compare and a shift); any other by a table over the hosts below it.
 //!
 //! Port numbering: ports `0..hosts` are the host NICs (port h is host h's uplink); then each
-//! switch's ports follow in switch order, down ports first, up ports after.
+//! switch's ports follow in switch order (switches lowest tier first).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::ids::{HostId, NodeId, PortId, SwitchId};
 use crate::time::{BitsPerSec, SimTime};
 
-/// The shape of a fabric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// 3-tier k-ary fat-tree: k pods of k/2 ToRs and k/2 aggregation switches, (k/2)^2 cores,
-    /// k/2 hosts per ToR: k^3/4 hosts.
-    FatTree { k: u32 },
-    /// 2-tier leaf-spine: every leaf connects once to every spine.
-    LeafSpine {
-        hosts_per_leaf: u32,
-        leaves: u32,
-        spines: u32,
-    },
-}
-
-/// The tier of a switch, lowest first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tier {
-    Tor,
-    Agg,
-    Core,
-}
-
-impl Tier {
-    pub fn name(self) -> &'static str {
-        match self {
-            Tier::Tor => "tor",
-            Tier::Agg => "agg",
-            Tier::Core => "core",
-        }
-    }
-}
-
 /// Where a switch forwards a packet for a destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
-    /// Exactly one port leads down toward the destination.
+    /// Exactly one port leads toward the destination.
     Port(PortId),
-    /// Any of `n` consecutive ports starting at `first` (the up-going next-hop group).
+    /// Any of `n` consecutive ports starting at `first` (a next-hop group).
     Group { first: PortId, n: u32 },
 }
 
 #[derive(Clone, Debug)]
 pub struct SwitchInfo {
-    pub tier: Tier,
+    /// 0 for the switches hosts attach to, one more per tier above.
+    pub tier: u8,
     /// Index within its tier (the number in its name, e.g. `agg:5`).
     pub index: u32,
     pub port_base: u32,
     pub ports: u32,
-    /// Fat-tree routing, worked out once per switch (see [`Down`]).
     down: Down,
+    /// The up-going group: ports `port_base + up_first ..` (`up_n` of them; none at the top).
+    up_first: u32,
+    up_n: u32,
 }
 
-/// The hosts below a fat-tree switch are `lo..lo + span`; host `d` among them is reached by down
-/// port `(d - lo) / unit`, or `(d - lo) >> shift` when `unit` is 0 (k/2 a power of two), and
-/// every other host by the up-going group. A route is then a subtraction, a compare
-/// and a shift, where working out the host's ToR and pod on every hop cost about 20 instructions.
+/// How a switch reaches the hosts below it, `lo..lo + span`.
+///
+/// Even: host `d` among them leaves by down port `(d - lo) / unit`, or `(d - lo) >> shift` when
+/// `unit` is 0 (a power of two). Table (`table` is not `NO_TABLE`): entry `d - lo` of the
+/// topology's flat down table packs the group's first down port (high 16 bits) and its size
+/// (low 16; 0: not below, go up).
 #[derive(Clone, Copy, Debug, Default)]
 struct Down {
     lo: u32,
     span: u32,
     shift: u32,
     unit: u32,
+    table: u32,
 }
+
+const NO_TABLE: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 pub struct LinkSpec {
@@ -82,14 +69,77 @@ pub struct LinkSpec {
     pub to: NodeId,
 }
 
-/// A built topology: its switches and the spec of every egress port's link.
+/// Which group at one tier each host belongs to (the hosts below one switch of that tier, or
+/// below all the switches of that tier with the same hosts below).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupMap {
+    /// Groups are consecutive runs of this many hosts.
+    Div(u32),
+    /// Group of each host.
+    Table(Arc<[u32]>),
+}
+
+impl GroupMap {
+    #[inline]
+    pub fn of(&self, h: HostId) -> u32 {
+        match self {
+            GroupMap::Div(n) => h.0 / n,
+            GroupMap::Table(t) => t[h.idx()],
+        }
+    }
+}
+
+/// One tier as `lbsim topology` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TierSummary {
+    pub name: &'static str,
+    pub switches: u32,
+    /// Least and most down ports (and up ports) of a switch of the tier.
+    pub down: (u32, u32),
+    pub up: (u32, u32),
+    /// Total capacity of the tier's down and up links.
+    pub down_bps: u128,
+    pub up_bps: u128,
+    /// Paths between two hosts whose lowest common tier is this one (None: no such pair).
+    pub paths: Option<u64>,
+}
+
+/// A cut of the fabric the bound and failure-aware rates treat as one server: the links out of
+/// one group at one tier (`up`) or into it (not `up`), or a host's own link up or down (tier
+/// `None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cut {
+    pub tier: Option<u8>,
+    pub up: bool,
+    pub index: u32,
+}
+
+/// A built topology: its switches, the spec of every egress port's link, and what routing and
+/// the other layers derive from them.
 #[derive(Clone, Debug)]
 pub struct Topology {
-    pub shape: Shape,
     pub hosts: u32,
     pub switches: Vec<SwitchInfo>,
     pub links: Vec<LinkSpec>,
     pub host_rate: BitsPerSec,
+    /// How `describe` names the fabric (e.g. `fat_tree k=8`).
+    label: String,
+    /// Tier names, lowest first (`tor`, `agg`, `core`; `leaf`, `spine`).
+    tier_names: Vec<&'static str>,
+    /// Port tiers in path order (`host_up`, `tor_up`, ..., `tor_down`).
+    port_tiers: Vec<String>,
+    down_table: Vec<u32>,
+    /// Per tier: each host's group, and how many groups.
+    groups: Vec<(GroupMap, u32)>,
+    /// Per tier: the number of up ports every switch of the tier has, if they agree.
+    up_degree: Vec<Option<u32>>,
+    /// Every down group has one port (so a path is named by its up choices alone).
+    single_down: bool,
+    /// Per (tier, up) cut kind below the top: for each group, a range of `cut_ports`.
+    cut_index: Vec<Vec<(u32, u32)>>,
+    cut_ports: Vec<u32>,
+    /// htsim's fat-tree numbering of aggregation uplinks (k/2), where it applies.
+    htsim_fat_tree: Option<u32>,
 }
 
 /// The shortest path between two hosts, for lower bounds.
@@ -110,11 +160,12 @@ impl PathProfile {
     }
 }
 
-/// Physical parameters shared by the constructors.
-#[derive(Clone, Copy, Debug)]
+/// Physical parameters of a link.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkParams {
     pub rate: BitsPerSec,
     pub latency: SimTime,
+    /// Added to every hop into a switch.
     pub switch_latency: SimTime,
 }
 
@@ -126,59 +177,362 @@ pub(crate) const TEST_LINKS: LinkParams = LinkParams {
     switch_latency: SimTime::ZERO,
 };
 
+/// A fabric as a generator or an import emits it: hosts (one uplink each, ports `0..hosts`),
+/// then switches in order, lowest tier first, each with its ports' links, down ports first.
+pub struct Builder {
+    t: Topology,
+}
+
+impl Builder {
+    pub fn new(hosts: u32, host_rate: BitsPerSec, tier_names: &[&'static str]) -> Builder {
+        Builder {
+            t: Topology {
+                hosts,
+                switches: Vec::new(),
+                links: Vec::new(),
+                host_rate,
+                label: String::new(),
+                tier_names: tier_names.to_vec(),
+                port_tiers: Vec::new(),
+                down_table: Vec::new(),
+                groups: Vec::new(),
+                up_degree: Vec::new(),
+                single_down: true,
+                cut_index: Vec::new(),
+                cut_ports: Vec::new(),
+                htsim_fat_tree: None,
+            },
+        }
+    }
+
+    pub fn label(&mut self, label: String) {
+        self.t.label = label;
+    }
+
+    /// The next link; a switch's links follow its [`Builder::switch`].
+    pub fn link(&mut self, p: LinkParams, from: NodeId, to: NodeId) {
+        let latency = match to {
+            NodeId::Switch(_) => p.latency + p.switch_latency,
+            NodeId::Host(_) => p.latency,
+        };
+        self.t.links.push(LinkSpec {
+            rate: p.rate,
+            latency,
+            from,
+            to,
+        });
+        if let NodeId::Switch(_) = from {
+            self.t.switches.last_mut().expect("switch begun").ports += 1;
+        }
+    }
+
+    /// Begins switch `index` of `tier`; its links follow.
+    pub fn switch(&mut self, tier: u8, index: u32) -> SwitchId {
+        self.t.switches.push(SwitchInfo {
+            tier,
+            index,
+            port_base: self.t.links.len() as u32,
+            ports: 0,
+            down: Down::default(),
+            up_first: 0,
+            up_n: 0,
+        });
+        SwitchId(self.t.switches.len() as u32 - 1)
+    }
+
+    /// Checks the graph and computes routing and everything derived from it. The error names
+    /// the node or link at fault.
+    pub fn finish(mut self) -> Result<Topology, String> {
+        let t = &mut self.t;
+        let tiers = t.switches.iter().map(|s| s.tier + 1).max().unwrap_or(0) as usize;
+        if tiers == 0 || t.tier_names.len() < tiers {
+            return Err("a fabric needs switches, and a name for each tier".into());
+        }
+        for h in 0..t.hosts {
+            let l = t.links.get(h as usize).ok_or("fewer links than hosts")?;
+            match (l.from, l.to) {
+                (NodeId::Host(a), NodeId::Switch(s))
+                    if a.0 == h && t.switches.get(s.idx()).is_some_and(|s| s.tier == 0) => {}
+                _ => {
+                    return Err(format!(
+                        "host:{h} must have one link, to a first-tier switch"
+                    ))
+                }
+            }
+        }
+        // Down ports first, up ports after, each one tier away.
+        let sw_tiers: Vec<u8> = t.switches.iter().map(|s| s.tier).collect();
+        let mut up_ports: Vec<(u32, u32)> = Vec::with_capacity(t.switches.len());
+        for (i, s) in t.switches.iter().enumerate() {
+            let mut first_up = None;
+            for p in s.port_base..s.port_base + s.ports {
+                let to = match t.links[p as usize].to {
+                    NodeId::Host(_) => -1,
+                    NodeId::Switch(x) => sw_tiers[x.idx()] as i32,
+                };
+                let me = s.tier as i32;
+                if to == me + 1 {
+                    first_up.get_or_insert(p - s.port_base);
+                } else if to == me - 1 {
+                    if first_up.is_some() {
+                        return Err(format!(
+                            "{}: down ports must come before up ports",
+                            t.node_name(NodeId::Switch(SwitchId(i as u32)))
+                        ));
+                    }
+                } else {
+                    return Err(format!(
+                        "link {}: links join adjacent tiers only",
+                        t.link_name(PortId(p))
+                    ));
+                }
+            }
+            let f = first_up.unwrap_or(s.ports);
+            up_ports.push((f, s.ports - f));
+        }
+        // Hosts below each switch, lowest tier first (children come before parents).
+        let mut order: Vec<usize> = (0..t.switches.len()).collect();
+        order.sort_by_key(|&i| t.switches[i].tier);
+        let mut below: Vec<Ranges> = vec![Ranges::default(); t.switches.len()];
+        for &i in &order {
+            let s = &t.switches[i];
+            let mut r = Vec::new();
+            for p in s.port_base..s.port_base + up_ports[i].0 {
+                match t.links[p as usize].to {
+                    NodeId::Host(h) => r.push((h.0, h.0 + 1)),
+                    NodeId::Switch(c) => r.extend_from_slice(&below[c.idx()].0),
+                }
+            }
+            below[i] = Ranges::merged(r);
+        }
+        // Up groups: every up neighbour must have the same hosts below (then every up port is as
+        // good as any for a destination not below), and the top tier must reach every host.
+        let all = Ranges(vec![(0, t.hosts)]);
+        for (i, s) in t.switches.iter().enumerate() {
+            let (f, n) = up_ports[i];
+            let name = || t.node_name(NodeId::Switch(SwitchId(i as u32)));
+            if n == 0 {
+                if below[i] != all {
+                    return Err(format!(
+                        "{}: a switch without uplinks must reach every host below it",
+                        name()
+                    ));
+                }
+                continue;
+            }
+            let parent = |p: u32| match t.links[(s.port_base + p) as usize].to {
+                NodeId::Switch(x) => x.idx(),
+                NodeId::Host(_) => unreachable!("up ports lead to switches"),
+            };
+            let first = parent(f);
+            if (f..f + n).any(|p| below[parent(p)] != below[first]) {
+                return Err(format!(
+                    "{}: its uplinks lead to switches with different hosts below (not a Clos)",
+                    name()
+                ));
+            }
+        }
+        // Down routing.
+        let mut table = Vec::new();
+        let mut single_down = true;
+        let mut downs = Vec::with_capacity(t.switches.len());
+        for (i, s) in t.switches.iter().enumerate() {
+            let nd = up_ports[i].0;
+            let child = |p: u32| match t.links[(s.port_base + p) as usize].to {
+                NodeId::Host(h) => Ranges(vec![(h.0, h.0 + 1)]),
+                NodeId::Switch(c) => below[c.idx()].clone(),
+            };
+            let (lo, hi) = below[i].bounds();
+            let even = below[i].0.len() == 1 && nd > 0 && {
+                let unit = (hi - lo) / nd;
+                unit * nd == hi - lo
+                    && (0..nd).all(|p| child(p).0 == [(lo + p * unit, lo + (p + 1) * unit)])
+            };
+            let down = if even {
+                let unit = (hi - lo) / nd;
+                Down {
+                    lo,
+                    span: hi - lo,
+                    shift: unit.trailing_zeros(),
+                    unit: if unit.is_power_of_two() { 0 } else { unit },
+                    table: NO_TABLE,
+                }
+            } else {
+                let off = table.len();
+                table.resize(off + (hi - lo) as usize, 0u32);
+                for p in 0..nd {
+                    for (a, b) in child(p).0 {
+                        for h in a..b {
+                            let e = &mut table[off + (h - lo) as usize];
+                            let (first, n) = (*e >> 16, *e & 0xffff);
+                            *e = if n == 0 {
+                                (p << 16) | 1
+                            } else if first + n == p {
+                                single_down = false;
+                                *e + 1
+                            } else {
+                                return Err(format!(
+                                    "{}: its ports toward host:{h} are not consecutive",
+                                    t.node_name(NodeId::Switch(SwitchId(i as u32)))
+                                ));
+                            };
+                        }
+                    }
+                }
+                if nd >= 1 << 16 || off > NO_TABLE as usize - 1 {
+                    return Err("a switch has too many ports".into());
+                }
+                Down {
+                    lo,
+                    span: hi - lo,
+                    shift: 0,
+                    unit: 0,
+                    table: off as u32,
+                }
+            };
+            downs.push(down);
+        }
+        for (i, s) in t.switches.iter_mut().enumerate() {
+            s.down = downs[i];
+            (s.up_first, s.up_n) = up_ports[i];
+        }
+        t.down_table = table;
+        t.single_down = single_down;
+        // Groups per tier: the distinct host sets below the tier's switches, numbered in order of
+        // their first host; a host's group at each tier is that of the switches above it.
+        let mut groups = Vec::with_capacity(tiers);
+        let mut switch_group = vec![0u32; t.switches.len()];
+        for tier in 0..tiers as u8 {
+            let mut sets: BTreeMap<&Ranges, u32> = BTreeMap::new();
+            for (i, s) in t.switches.iter().enumerate() {
+                if s.tier == tier {
+                    sets.entry(&below[i]).or_insert(0);
+                }
+            }
+            let mut by_first: Vec<&Ranges> = sets.keys().copied().collect();
+            by_first.sort_by_key(|r| r.bounds().0);
+            for (g, r) in by_first.iter().enumerate() {
+                sets.insert(r, g as u32);
+            }
+            let mut host_group = vec![u32::MAX; t.hosts as usize];
+            for (r, &g) in &sets {
+                for &(a, b) in &r.0 {
+                    for h in a..b {
+                        if host_group[h as usize] != u32::MAX {
+                            return Err(format!(
+                                "host:{h} is below two different groups of {} switches",
+                                t.tier_names[tier as usize]
+                            ));
+                        }
+                        host_group[h as usize] = g;
+                    }
+                }
+            }
+            if let Some(h) = host_group.iter().position(|&g| g == u32::MAX) {
+                return Err(format!(
+                    "host:{h} has no {} switch above it",
+                    t.tier_names[tier as usize]
+                ));
+            }
+            for (i, s) in t.switches.iter().enumerate() {
+                if s.tier == tier {
+                    switch_group[i] = sets[&below[i]];
+                }
+            }
+            let n = sets.len() as u32;
+            let size = t.hosts / n;
+            let map = if size * n == t.hosts
+                && host_group
+                    .iter()
+                    .enumerate()
+                    .all(|(h, &g)| g == h as u32 / size)
+            {
+                GroupMap::Div(size)
+            } else {
+                GroupMap::Table(host_group.into())
+            };
+            groups.push((map, n));
+        }
+        t.groups = groups;
+        t.up_degree = (0..tiers as u8)
+            .map(|tier| {
+                let mut d = t.switches.iter().filter(|s| s.tier == tier).map(|s| s.up_n);
+                let first = d.next()?;
+                d.all(|x| x == first).then_some(first)
+            })
+            .collect();
+        // Cuts below the top tier: a group's up cut is its switches' up ports; its down cut the
+        // ports of the tier above that lead into its switches. Each kept in port order.
+        let mut cut_lists: Vec<Vec<Vec<u32>>> = (0..2 * tiers.saturating_sub(1))
+            .map(|k| vec![Vec::new(); t.groups[k / 2].1 as usize])
+            .collect();
+        for (i, s) in t.switches.iter().enumerate() {
+            let tier = s.tier as usize;
+            if tier + 1 < tiers {
+                for p in s.port_base + s.up_first..s.port_base + s.ports {
+                    cut_lists[2 * tier][switch_group[i] as usize].push(p);
+                }
+            }
+            if tier >= 1 {
+                for p in s.port_base..s.port_base + s.up_first {
+                    if let NodeId::Switch(c) = t.links[p as usize].to {
+                        cut_lists[2 * (tier - 1) + 1][switch_group[c.idx()] as usize].push(p);
+                    }
+                }
+            }
+        }
+        t.cut_index = cut_lists
+            .into_iter()
+            .map(|lists| {
+                lists
+                    .into_iter()
+                    .map(|l| {
+                        let a = t.cut_ports.len() as u32;
+                        t.cut_ports.extend(l);
+                        (a, t.cut_ports.len() as u32)
+                    })
+                    .collect()
+            })
+            .collect();
+        // Port tiers in path order: host_up, each tier's up, the top's down, each tier's down.
+        let names = &t.tier_names[..tiers];
+        let mut pt = vec!["host_up".to_string()];
+        pt.extend(names[..tiers - 1].iter().map(|n| format!("{n}_up")));
+        pt.extend(names.iter().rev().map(|n| format!("{n}_down")));
+        t.port_tiers = pt;
+        Ok(self.t)
+    }
+}
+
+/// A set of hosts as sorted, disjoint, non-adjacent half-open ranges.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Ranges(Vec<(u32, u32)>);
+
+impl Ranges {
+    fn merged(mut r: Vec<(u32, u32)>) -> Ranges {
+        r.sort_unstable();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(r.len());
+        for (a, b) in r {
+            match out.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        Ranges(out)
+    }
+
+    fn bounds(&self) -> (u32, u32) {
+        match (self.0.first(), self.0.last()) {
+            (Some(f), Some(l)) => (f.0, l.1),
+            _ => (0, 0),
+        }
+    }
+}
+
 impl Topology {
     /// A k-ary fat-tree; `k` must be even and at least 2.
     pub fn fat_tree(k: u32, p: LinkParams) -> Topology {
-        assert!(k >= 2 && k.is_multiple_of(2), "fat-tree k must be even");
-        let h = k / 2;
-        let hosts = k * k * k / 4;
-        let tors = k * h;
-        let aggs = k * h;
-        let cores = h * h;
-        let mut t = Topology::start(Shape::FatTree { k }, hosts, p);
-        let tor = |i: u32| SwitchId(i);
-        let agg = |i: u32| SwitchId(tors + i);
-        let core = |i: u32| SwitchId(tors + aggs + i);
-        let sw = NodeId::Switch;
-        for host in 0..hosts {
-            t.push_link(p, NodeId::Host(HostId(host)), sw(tor(host / h)));
-        }
-        // Each switch's ports: down first, then up (routing relies on this order).
-        for i in 0..tors {
-            let pod = i / h;
-            let down = (0..h).map(|d| NodeId::Host(HostId(i * h + d)));
-            let up = (0..h).map(|u| sw(agg(pod * h + u)));
-            t.push_switch(p, Tier::Tor, i, down.chain(up));
-        }
-        for i in 0..aggs {
-            let (pod, pos) = (i / h, i % h);
-            let down = (0..h).map(|d| sw(tor(pod * h + d)));
-            let up = (0..h).map(|u| sw(core(pos * h + u)));
-            t.push_switch(p, Tier::Agg, i, down.chain(up));
-        }
-        for i in 0..cores {
-            let pos = i / h;
-            let down = (0..k).map(|pod| sw(agg(pod * h + pos)));
-            t.push_switch(p, Tier::Core, i, down);
-        }
-        // Below a ToR: its h hosts, one port each; an aggregation switch: its pod's h * h
-        // hosts, h per port; a core: every host, a pod's worth per port.
-        let pow2 = h.is_power_of_two();
-        let sh = h.trailing_zeros();
-        for s in &mut t.switches {
-            let (lo, span, per) = match s.tier {
-                Tier::Tor => (s.index * h, h, 0),
-                Tier::Agg => ((s.index / h) * h * h, h * h, 1),
-                Tier::Core => (0, hosts, 2),
-            };
-            s.down = Down {
-                lo,
-                span,
-                shift: per * sh,
-                unit: if pow2 { 0 } else { h.pow(per) },
-            };
-        }
-        t
+        super::clos::fat_tree(k, p)
     }
 
     /// A leaf-spine fabric. Leaf-spine links run at `uplink_rate`.
@@ -189,102 +543,79 @@ impl Topology {
         p: LinkParams,
         uplink_rate: BitsPerSec,
     ) -> Topology {
-        let hosts = hosts_per_leaf * leaves;
-        let shape = Shape::LeafSpine {
-            hosts_per_leaf,
-            leaves,
-            spines,
-        };
-        let mut t = Topology::start(shape, hosts, p);
-        let up = LinkParams {
-            rate: uplink_rate,
-            ..p
-        };
-        let leaf = SwitchId;
-        let spine = |i: u32| SwitchId(leaves + i);
-        for host in 0..hosts {
-            t.push_link(
-                p,
-                NodeId::Host(HostId(host)),
-                NodeId::Switch(leaf(host / hosts_per_leaf)),
-            );
-        }
-        for l in 0..leaves {
-            let down =
-                (0..hosts_per_leaf).map(|d| (p, NodeId::Host(HostId(l * hosts_per_leaf + d))));
-            let spines = (0..spines).map(|s| (up, NodeId::Switch(spine(s))));
-            t.push_switch_links(Tier::Tor, l, down.chain(spines));
-        }
-        for s in 0..spines {
-            let down = (0..leaves).map(|l| NodeId::Switch(leaf(l)));
-            t.push_switch(up, Tier::Agg, s, down);
-        }
-        t
+        super::clos::leaf_spine(hosts_per_leaf, leaves, spines, p, uplink_rate)
     }
 
-    fn start(shape: Shape, hosts: u32, p: LinkParams) -> Topology {
-        Topology {
-            shape,
-            hosts,
-            switches: Vec::new(),
-            links: Vec::new(),
-            host_rate: p.rate,
-        }
+    pub(crate) fn set_htsim_fat_tree(&mut self, half_k: u32) {
+        self.htsim_fat_tree = Some(half_k);
     }
 
-    /// Switch `index` of `tier`, its ports' links (all with `p`) to `peers` in order.
-    fn push_switch(
-        &mut self,
-        p: LinkParams,
-        tier: Tier,
-        index: u32,
-        peers: impl Iterator<Item = NodeId>,
-    ) {
-        self.push_switch_links(tier, index, peers.map(|to| (p, to)));
+    /// The fabric in a few words (`fat_tree k=8`, `leaf_spine 8x16 hosts, 8 spines`).
+    pub fn describe(&self) -> &str {
+        &self.label
     }
 
-    /// As [`Topology::push_switch`], each link with its own parameters.
-    fn push_switch_links(
-        &mut self,
-        tier: Tier,
-        index: u32,
-        links: impl Iterator<Item = (LinkParams, NodeId)>,
-    ) {
-        self.begin_switch(tier, index);
-        let me = NodeId::Switch(SwitchId(self.switches.len() as u32 - 1));
-        for (p, to) in links {
-            self.push_link(p, me, to);
-        }
-    }
-
-    fn begin_switch(&mut self, tier: Tier, index: u32) {
-        self.switches.push(SwitchInfo {
-            tier,
-            index,
-            port_base: self.links.len() as u32,
-            ports: 0,
-            down: Down::default(),
-        });
-    }
-
-    fn push_link(&mut self, p: LinkParams, from: NodeId, to: NodeId) {
-        let latency = match to {
-            NodeId::Switch(_) => p.latency + p.switch_latency,
-            NodeId::Host(_) => p.latency,
-        };
-        self.links.push(LinkSpec {
-            rate: p.rate,
-            latency,
-            from,
-            to,
-        });
-        if let NodeId::Switch(_) = from {
-            self.switches.last_mut().expect("switch begun").ports += 1;
-        }
+    /// Number of switch tiers.
+    pub fn tiers(&self) -> u8 {
+        self.groups.len() as u8
     }
 
     pub fn host_uplink(&self, h: HostId) -> PortId {
         PortId(h.0)
+    }
+
+    /// The switch host `h` attaches to.
+    #[inline]
+    pub fn leaf_of(&self, h: HostId) -> SwitchId {
+        match self.links[h.idx()].to {
+            NodeId::Switch(s) => s,
+            NodeId::Host(_) => unreachable!("a host's link leads to a switch"),
+        }
+    }
+
+    /// The port of `h`'s leaf that leads down to it.
+    pub fn host_downlink(&self, h: HostId) -> PortId {
+        match self.route(self.leaf_of(h), h) {
+            Route::Port(p) => p,
+            Route::Group { first, .. } => first,
+        }
+    }
+
+    /// Host `h`'s group at `tier` (tier 0: the hosts under its leaf).
+    #[inline]
+    pub fn group(&self, tier: u8, h: HostId) -> u32 {
+        self.groups[tier as usize].0.of(h)
+    }
+
+    /// The host-to-group map at `tier` and the number of groups.
+    pub fn groups(&self, tier: u8) -> (&GroupMap, u32) {
+        let (m, n) = &self.groups[tier as usize];
+        (m, *n)
+    }
+
+    /// The lowest tier at which `a` and `b` share a group (0: one leaf).
+    pub fn common_tier(&self, a: HostId, b: HostId) -> u8 {
+        (0..self.tiers())
+            .find(|&t| self.group(t, a) == self.group(t, b))
+            .expect("the top tier holds every host")
+    }
+
+    /// The hosts of each leaf group, each list in host order.
+    pub fn leaf_hosts(&self) -> Vec<Vec<HostId>> {
+        let (m, n) = self.groups(0);
+        let mut out = vec![Vec::new(); n as usize];
+        for h in 0..self.hosts {
+            out[m.of(HostId(h)) as usize].push(HostId(h));
+        }
+        out
+    }
+
+    /// Whether `dst` is below switch `s` (it routes down toward it).
+    #[inline]
+    pub fn is_below(&self, s: SwitchId, dst: HostId) -> bool {
+        let d = &self.switches[s.idx()].down;
+        let off = dst.0.wrapping_sub(d.lo);
+        off < d.span && (d.table == NO_TABLE || self.down_table[(d.table + off) as usize] != 0)
     }
 
     /// The next hop(s) at switch `sw` toward host `dst`.
@@ -292,46 +623,125 @@ impl Topology {
     pub fn route(&self, sw: SwitchId, dst: HostId) -> Route {
         let s = &self.switches[sw.idx()];
         let base = s.port_base;
-        match self.shape {
-            Shape::FatTree { k } => {
-                let d = s.down;
-                let off = dst.0.wrapping_sub(d.lo);
-                if off < d.span {
-                    // Division is slow on the per-hop path: every power-of-two k shifts.
-                    let port = off.checked_div(d.unit).unwrap_or(off >> d.shift);
-                    Route::Port(PortId(base + port))
-                } else {
-                    // Only ToRs and aggregation switches go up (a core's span is every host).
-                    Route::Group {
-                        first: PortId(base + k / 2),
-                        n: k / 2,
+        let d = s.down;
+        let off = dst.0.wrapping_sub(d.lo);
+        if off < d.span {
+            if d.table == NO_TABLE {
+                // Division is slow on the per-hop path: every power-of-two unit shifts.
+                let port = off.checked_div(d.unit).unwrap_or(off >> d.shift);
+                return Route::Port(PortId(base + port));
+            }
+            let e = self.down_table[(d.table + off) as usize];
+            match e & 0xffff {
+                0 => {}
+                1 => return Route::Port(PortId(base + (e >> 16))),
+                n => {
+                    return Route::Group {
+                        first: PortId(base + (e >> 16)),
+                        n,
                     }
                 }
             }
-            Shape::LeafSpine {
-                hosts_per_leaf,
-                spines,
-                ..
-            } => match s.tier {
-                Tier::Tor => {
-                    if dst.0 / hosts_per_leaf == s.index {
-                        Route::Port(PortId(base + dst.0 % hosts_per_leaf))
-                    } else {
-                        Route::Group {
-                            first: PortId(base + hosts_per_leaf),
-                            n: spines,
-                        }
-                    }
-                }
-                _ => Route::Port(PortId(base + dst.0 / hosts_per_leaf)),
-            },
         }
+        Route::Group {
+            first: PortId(base + s.up_first),
+            n: s.up_n,
+        }
+    }
+
+    /// Number of distinct up-down paths from `src` to `dst`, when a path is named by its up
+    /// choices alone and every switch of a tier has as many uplinks (None otherwise).
+    pub fn path_count(&self, src: HostId, dst: HostId) -> Option<u32> {
+        let top = self.common_tier(src, dst);
+        (0..top).try_fold(1u32, |n, t| {
+            n.checked_mul(self.up_degree[t as usize].filter(|_| self.single_down)?)
+        })
+    }
+
+    /// What a path index is divided by to give the uplink chosen at a switch of `tier` (the
+    /// product of the up degrees below it), when [`Topology::path_count`] applies.
+    pub fn path_digit(&self, tier: u8) -> Option<u32> {
+        (0..tier).try_fold(1u32, |n, t| {
+            n.checked_mul(self.up_degree[t as usize].filter(|_| self.single_down)?)
+        })
+    }
+
+    /// Whether host-decided paths ([`Topology::path_count`]) are defined on this fabric.
+    pub fn paths_named_by_up_choices(&self) -> bool {
+        self.single_down && self.up_degree.iter().all(Option::is_some)
+    }
+
+    /// The cuts a flow from `src` to `dst` crosses, in order: its host's link up, its
+    /// destination's link down, then for each tier it leaves, its source group's up cut and its
+    /// destination group's down cut.
+    pub fn cuts(&self, src: HostId, dst: HostId) -> impl Iterator<Item = Cut> + '_ {
+        let host = [
+            Cut {
+                tier: None,
+                up: true,
+                index: src.0,
+            },
+            Cut {
+                tier: None,
+                up: false,
+                index: dst.0,
+            },
+        ];
+        let tiers = self.tiers().saturating_sub(1);
+        host.into_iter().chain((0..tiers).flat_map(move |t| {
+            let (a, b) = (self.group(t, src), self.group(t, dst));
+            let both = [
+                Cut {
+                    tier: Some(t),
+                    up: true,
+                    index: a,
+                },
+                Cut {
+                    tier: Some(t),
+                    up: false,
+                    index: b,
+                },
+            ];
+            both.into_iter().filter(move |_| a != b)
+        }))
+    }
+
+    /// The ports of a cut, in port order.
+    pub fn cut_ports(&self, c: Cut) -> Vec<PortId> {
+        match c.tier {
+            None if c.up => vec![self.host_uplink(HostId(c.index))],
+            None => vec![self.host_downlink(HostId(c.index))],
+            Some(t) => {
+                let (a, b) = self.cut_index[2 * t as usize + !c.up as usize][c.index as usize];
+                self.cut_ports[a as usize..b as usize]
+                    .iter()
+                    .map(|&p| PortId(p))
+                    .collect()
+            }
+        }
+    }
+
+    /// A partition of the fabric into `groups` blocks for the parallel engine: the groups of
+    /// the tier below the top (pods of a fat-tree, leaves of a leaf-spine), each host and each
+    /// switch below the top in its group's block; top-tier switches are shared out by index.
+    /// Returns the number of groups, and each host's and each switch's group (None: top tier).
+    pub fn partition_groups(&self) -> (u32, Vec<u32>, Vec<Option<u32>>) {
+        let t = self.tiers().saturating_sub(2);
+        let (map, n) = self.groups(t);
+        let host = (0..self.hosts).map(|h| map.of(HostId(h))).collect();
+        let top = self.tiers() - 1;
+        let switch = self
+            .switches
+            .iter()
+            .map(|s| (s.tier != top).then(|| map.of(HostId(s.down.lo))))
+            .collect();
+        (n, host, switch)
     }
 
     /// The shortest path from `src` to `dst`.
     pub fn path(&self, src: HostId, dst: HostId) -> PathProfile {
         // Walk the routes, always taking a group's first port: every up-down path has the same
-        // length and the same rates in these shapes.
+        // length and the same rates at each tier.
         let mut rates = Vec::with_capacity(6);
         let mut latency = SimTime::ZERO;
         let mut link = &self.links[self.host_uplink(src).idx()];
@@ -355,17 +765,135 @@ impl Topology {
         PathProfile { rates, latency }
     }
 
+    /// Number of distinct up-down paths from `src` to `dst` (every choice of every next-hop
+    /// group on the way), counted over the routes.
+    pub fn count_paths(&self, src: HostId, dst: HostId) -> u64 {
+        fn from(t: &Topology, link: &LinkSpec, dst: HostId) -> u64 {
+            match link.to {
+                NodeId::Host(_) => 1,
+                NodeId::Switch(s) => {
+                    let (first, n) = match t.route(s, dst) {
+                        Route::Port(p) => (p.0, 1),
+                        Route::Group { first, n } => (first.0, n),
+                    };
+                    (first..first + n)
+                        .map(|p| from(t, &t.links[p as usize], dst))
+                        .sum()
+                }
+            }
+        }
+        from(self, &self.links[self.host_uplink(src).idx()], dst)
+    }
+
+    /// Per tier, lowest first: what `lbsim topology` prints of it.
+    pub fn tier_summaries(&self) -> Vec<TierSummary> {
+        (0..self.tiers())
+            .map(|tier| {
+                let mut s = TierSummary {
+                    name: self.tier_names[tier as usize],
+                    switches: 0,
+                    down: (u32::MAX, 0),
+                    up: (u32::MAX, 0),
+                    down_bps: 0,
+                    up_bps: 0,
+                    paths: None,
+                };
+                for sw in self.switches.iter().filter(|x| x.tier == tier) {
+                    s.switches += 1;
+                    let nd = sw.up_first;
+                    s.down = (s.down.0.min(nd), s.down.1.max(nd));
+                    s.up = (s.up.0.min(sw.up_n), s.up.1.max(sw.up_n));
+                    for p in sw.port_base..sw.port_base + sw.ports {
+                        let r = self.links[p as usize].rate.0 as u128;
+                        if p < sw.port_base + nd {
+                            s.down_bps += r;
+                        } else {
+                            s.up_bps += r;
+                        }
+                    }
+                }
+                // Two hosts whose lowest common tier is this one.
+                let far = (1..self.hosts)
+                    .map(HostId)
+                    .find(|&h| self.common_tier(HostId(0), h) == tier);
+                s.paths = far.map(|h| self.count_paths(HostId(0), h));
+                s
+            })
+            .collect()
+    }
+
+    /// Half the least total capacity of any tier's uplinks (the hosts' links counted as the
+    /// first): what crosses a cut of the hosts into two halves along the fabric's groups.
+    pub fn bisection_bps(&self) -> u128 {
+        let hosts: u128 = (0..self.hosts)
+            .map(|h| self.links[self.host_uplink(HostId(h)).idx()].rate.0 as u128)
+            .sum();
+        let tiers = self.tier_summaries();
+        let ups = tiers[..tiers.len().saturating_sub(1)]
+            .iter()
+            .map(|t| t.up_bps);
+        std::iter::once(hosts).chain(ups).min().unwrap_or(0) / 2
+    }
+
+    /// The fabric as a Graphviz graph: one node per host and switch, ranked by tier, one edge
+    /// per cable labelled with its rate.
+    pub fn dot(&self) -> String {
+        use std::fmt::Write as _;
+        let mut o =
+            String::from("graph fabric {\n  rankdir=BT;\n  node [shape=box, fontsize=10];\n");
+        let _ = writeln!(o, "  subgraph hosts {{ rank=same; node [shape=ellipse];");
+        for h in 0..self.hosts {
+            let _ = writeln!(o, "    \"host:{h}\";");
+        }
+        o.push_str("  }\n");
+        for tier in 0..self.tiers() {
+            let _ = writeln!(
+                o,
+                "  subgraph {} {{ rank=same;",
+                self.tier_names[tier as usize]
+            );
+            for (i, s) in self.switches.iter().enumerate() {
+                if s.tier == tier {
+                    let name = self.node_name(NodeId::Switch(SwitchId(i as u32)));
+                    let _ = writeln!(o, "    \"{name}\";");
+                }
+            }
+            o.push_str("  }\n");
+        }
+        // Each cable once: from its lower end.
+        for (p, l) in self.links.iter().enumerate() {
+            let lower = match (l.from, l.to) {
+                (NodeId::Host(_), _) => true,
+                (NodeId::Switch(a), NodeId::Switch(b)) => {
+                    self.switches[a.idx()].tier < self.switches[b.idx()].tier
+                }
+                _ => false,
+            };
+            if lower {
+                let _ = writeln!(
+                    o,
+                    "  \"{}\" -- \"{}\" [label=\"{}G\"];",
+                    self.node_name(l.from),
+                    self.node_name(l.to),
+                    self.links[p].rate.gbps()
+                );
+            }
+        }
+        o.push_str("}\n");
+        o
+    }
+
+    /// Tier names, lowest first.
+    pub fn tier_names(&self) -> &[&'static str] {
+        &self.tier_names[..self.tiers() as usize]
+    }
+
     pub fn node_name(&self, n: NodeId) -> String {
         match n {
             NodeId::Host(h) => format!("host:{}", h.0),
             NodeId::Switch(s) => {
                 let info = &self.switches[s.idx()];
-                let tier = match (self.shape, info.tier) {
-                    (Shape::LeafSpine { .. }, Tier::Tor) => "leaf",
-                    (Shape::LeafSpine { .. }, _) => "spine",
-                    (_, t) => t.name(),
-                };
-                format!("{tier}:{}", info.index)
+                format!("{}:{}", self.tier_names[info.tier as usize], info.index)
             }
         }
     }
@@ -376,8 +904,103 @@ impl Topology {
         format!("{}-{}", self.node_name(l.from), self.node_name(l.to))
     }
 
+    /// The tier of the link a port drives, named by its tier and direction: `host_up` (host
+    /// NIC), `tor_up`, `agg_up`, `core_down`, `agg_down`, `tor_down`; on a leaf-spine
+    /// `leaf_up`, `spine_down`, `leaf_down`.
+    pub fn port_tier(&self, port: PortId) -> &str {
+        let l = &self.links[port.idx()];
+        let tier = |n: NodeId| match n {
+            NodeId::Host(_) => -1i32,
+            NodeId::Switch(s) => self.switches[s.idx()].tier as i32,
+        };
+        let (a, b) = (tier(l.from), tier(l.to));
+        let top = self.tiers() as usize;
+        let i = if a < 0 {
+            0
+        } else if b > a {
+            1 + a as usize
+        } else {
+            top + (top - 1 - a as usize)
+        };
+        &self.port_tiers[i]
+    }
+
+    /// The port tiers in path order (`host_up` first, the leaves' `_down` last).
+    pub fn port_tiers(&self) -> &[String] {
+        &self.port_tiers
+    }
+
     pub fn switch_ports(&self) -> std::ops::Range<usize> {
         self.hosts as usize..self.links.len()
+    }
+
+    /// The port of the opposite direction of `port`'s cable.
+    pub fn reverse(&self, port: PortId) -> PortId {
+        let l = &self.links[port.idx()];
+        let range = match l.to {
+            NodeId::Host(h) => h.idx()..h.idx() + 1,
+            NodeId::Switch(s) => {
+                let i = &self.switches[s.idx()];
+                i.port_base as usize..(i.port_base + i.ports) as usize
+            }
+        };
+        let back = range
+            .into_iter()
+            .find(|&p| self.links[p].to == l.from)
+            .expect("every link has a reverse");
+        PortId(back as u32)
+    }
+
+    /// Whether `port` joins two switches, driving the cable upward.
+    pub fn is_fabric_uplink(&self, port: PortId) -> bool {
+        let l = &self.links[port.idx()];
+        match (l.from, l.to) {
+            (NodeId::Switch(a), NodeId::Switch(b)) => {
+                self.switches[a.idx()].tier < self.switches[b.idx()].tier
+            }
+            _ => false,
+        }
+    }
+
+    /// htsim's name for aggregation switch `sw`'s uplink `link` on a 3-tier fat-tree (switch s
+    /// at pod position s mod k/2 reaches core (s mod k/2) x k/2 + link), as our link name.
+    pub fn htsim_agg_uplink(&self, sw: u32, link: u32) -> Result<String, String> {
+        let Some(h) = self.htsim_fat_tree else {
+            return Err(
+                "a failure of an aggregation uplink needs a 3-tier fat-tree (topology.kind \
+                 = \"fat_tree\"); other fabrics have no htsim numbering of them"
+                    .into(),
+            );
+        };
+        if sw >= 2 * h * h {
+            return Err(format!(
+                "switch_id {sw}: the fat-tree has {} aggregation switches (0 to {})",
+                2 * h * h,
+                2 * h * h - 1
+            ));
+        }
+        if link >= h {
+            return Err(format!(
+                "link_id {link}: an aggregation switch has {h} uplinks (0 to {})",
+                h - 1
+            ));
+        }
+        Ok(format!("agg:{sw}-core:{}", (sw % h) * h + link))
+    }
+
+    /// The inverse of [`Topology::htsim_agg_uplink`] on a link name of either direction:
+    /// (switch, link).
+    pub fn htsim_agg_uplink_of(&self, name: &str) -> Option<(u32, u32)> {
+        let h = self.htsim_fat_tree?;
+        let (a, b) = name.split_once('-')?;
+        let (agg, core) = if a.starts_with("agg:") {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let sw: u32 = agg.strip_prefix("agg:")?.parse().ok()?;
+        let core: u32 = core.strip_prefix("core:")?.parse().ok()?;
+        (core / h == sw % h).then_some((sw, core % h))
     }
 }
 
@@ -399,9 +1022,9 @@ mod tests {
             n: h,
         };
         match s.tier {
-            Tier::Tor if tor == s.index => Route::Port(PortId(s.port_base + in_tor)),
-            Tier::Agg if pod == s.index / h => Route::Port(PortId(s.port_base + tor - pod * h)),
-            Tier::Core => Route::Port(PortId(s.port_base + pod)),
+            0 if tor == s.index => Route::Port(PortId(s.port_base + in_tor)),
+            1 if pod == s.index / h => Route::Port(PortId(s.port_base + tor - pod * h)),
+            2 => Route::Port(PortId(s.port_base + pod)),
             _ => up,
         }
     }
@@ -424,13 +1047,40 @@ mod tests {
     }
 
     #[test]
-    fn fat_tree_counts() {
+    fn leaf_spine_routes_match_the_tiers_definition() {
+        for (hpl, leaves, spines) in [(4, 3, 2), (3, 5, 4), (16, 8, 8)] {
+            let t = Topology::leaf_spine(hpl, leaves, spines, params(), params().rate);
+            for (i, s) in t.switches.iter().enumerate() {
+                for dst in 0..t.hosts {
+                    let want = match s.tier {
+                        0 if dst / hpl == s.index => Route::Port(PortId(s.port_base + dst % hpl)),
+                        0 => Route::Group {
+                            first: PortId(s.port_base + hpl),
+                            n: spines,
+                        },
+                        _ => Route::Port(PortId(s.port_base + dst / hpl)),
+                    };
+                    assert_eq!(t.route(SwitchId(i as u32), HostId(dst)), want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fat_tree_counts_groups_and_path_counts() {
         let t = Topology::fat_tree(8, params());
         assert_eq!(t.hosts, 128);
         assert_eq!(t.switches.len(), 32 + 32 + 16);
         // Every switch has k ports; hosts one each.
         assert_eq!(t.links.len(), 128 + 80 * 8);
         assert!(t.switches.iter().all(|s| s.ports == 8));
+        assert_eq!(t.groups(0), (&GroupMap::Div(4), 32));
+        assert_eq!(t.groups(1), (&GroupMap::Div(16), 8));
+        assert_eq!(t.groups(2), (&GroupMap::Div(128), 1));
+        let n = |a, b| t.path_count(HostId(a), HostId(b));
+        assert_eq!((n(0, 1), n(0, 4), n(0, 127)), (Some(1), Some(4), Some(16)));
+        assert_eq!(t.path_digit(1), Some(4));
+        assert_eq!(t.common_tier(HostId(0), HostId(20)), 2);
     }
 
     #[test]
@@ -476,10 +1126,49 @@ mod tests {
     }
 
     #[test]
-    fn link_names() {
+    fn names_tiers_and_cuts() {
         let t = Topology::fat_tree(4, params());
         let tor_base = t.switches[3].port_base;
         assert_eq!(t.link_name(PortId(tor_base + 2)), "tor:3-agg:2");
         assert_eq!(t.link_name(PortId(0)), "host:0-tor:0");
+        assert_eq!(
+            t.port_tiers(),
+            [
+                "host_up",
+                "tor_up",
+                "agg_up",
+                "core_down",
+                "agg_down",
+                "tor_down"
+            ]
+        );
+        assert_eq!(t.port_tier(PortId(tor_base + 2)), "tor_up");
+        assert_eq!(t.port_tier(PortId(tor_base)), "tor_down");
+        // Host 0 to host 15: its link, host 15's link, ToR 0 up, ToR 7 down, pod 0 up, pod 3 down.
+        let cuts: Vec<Cut> = t.cuts(HostId(0), HostId(15)).collect();
+        assert_eq!(cuts.len(), 6);
+        assert_eq!(t.cut_ports(cuts[2]).len(), 2);
+        // Pod 3's down cut: one port from each of the 4 cores.
+        let down = t.cut_ports(cuts[5]);
+        assert_eq!(down.len(), 4);
+        assert!(down.iter().all(|&p| t.link_name(p).starts_with("core:")));
+        assert_eq!(t.cuts(HostId(0), HostId(1)).count(), 2);
+        let ls = Topology::leaf_spine(2, 3, 2, params(), params().rate);
+        assert_eq!(
+            ls.port_tiers(),
+            ["host_up", "leaf_up", "spine_down", "leaf_down"]
+        );
+    }
+
+    #[test]
+    fn htsim_agg_uplink_names_round_trip() {
+        let t = Topology::fat_tree(8, params());
+        let name = t.htsim_agg_uplink(5, 3).unwrap();
+        assert_eq!(name, "agg:5-core:7");
+        assert_eq!(t.htsim_agg_uplink_of(&name), Some((5, 3)));
+        assert_eq!(t.htsim_agg_uplink_of("core:7-agg:5"), Some((5, 3)));
+        assert_eq!(t.htsim_agg_uplink_of("agg:5-core:3"), None);
+        let ls = Topology::leaf_spine(2, 3, 2, params(), params().rate);
+        assert!(ls.htsim_agg_uplink(0, 0).is_err());
     }
 }

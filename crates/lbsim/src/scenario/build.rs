@@ -160,73 +160,18 @@ impl Scenario {
                 ),
             )?;
         }
-        let params = LinkParams {
-            rate: BitsPerSec::from_gbps(t.link_gbps),
-            latency: SimTime::from_ns_f64(t.link_latency_ns),
-            switch_latency: SimTime::from_ns_f64(t.switch_latency_ns),
-        };
-        let topology = match t.kind {
-            TopologyKind::FatTree => {
-                check(
-                    t.k >= 2 && t.k.is_multiple_of(2),
-                    o,
-                    "topology.k",
-                    &format!("fat-tree k must be even and at least 2, got {}", t.k),
-                )?;
-                check(
-                    t.k <= 128,
-                    o,
-                    "topology.k",
-                    "at most 128 (over 500,000 hosts)",
-                )?;
-                Topology::fat_tree(t.k, params)
-            }
-            TopologyKind::LeafSpine => {
-                check(
-                    t.hosts_per_leaf >= 1,
-                    o,
-                    "topology.hosts_per_leaf",
-                    "must be >= 1",
-                )?;
-                check(t.leaves >= 1, o, "topology.leaves", "must be >= 1")?;
-                check(t.spines >= 1, o, "topology.spines", "must be >= 1")?;
-                check(
-                    t.oversubscription.is_finite() && t.oversubscription > 0.0,
-                    o,
-                    "topology.oversubscription",
-                    "must be positive",
-                )?;
-                check(
-                    (t.hosts_per_leaf as u64 * t.leaves as u64) < (1 << 24),
-                    o,
-                    "topology.leaves",
-                    "too many hosts",
-                )?;
-                let up_gbps =
-                    t.hosts_per_leaf as f64 * t.link_gbps / (t.spines as f64 * t.oversubscription);
-                check(
-                    (MIN_GBPS..=1e9).contains(&up_gbps),
-                    o,
-                    "topology.oversubscription",
-                    &format!(
-                        "makes the uplink rate hosts_per_leaf x link_gbps / (spines x \
-                         oversubscription) {up_gbps:e} Gb/s; it must be from 1e-6 (1 kb/s) to 1e9"
-                    ),
-                )?;
-                Topology::leaf_spine(
-                    t.hosts_per_leaf,
-                    t.leaves,
-                    t.spines,
-                    params,
-                    BitsPerSec::from_gbps(up_gbps),
-                )
-            }
-        };
+        let topology = t.build(o)?;
         check(
-            topology.hosts >= 2,
+            !scheme.own_switch_decoding || topology.paths_named_by_up_choices(),
             o,
-            "topology",
-            "needs at least two hosts",
+            "load_balancing.scheme",
+            &format!(
+                "{} names each path by its uplink choices, which this fabric ({}) does not \
+                 allow: some switches of a tier have more uplinks than others, or parallel \
+                 links lead down",
+                scheme.name,
+                topology.describe()
+            ),
         )?;
         let ecn = t.ecn_threshold();
         let workload::Workload {

@@ -12,10 +12,10 @@ use crate::lb;
 pub use crate::lb::config::LoadBalancingConfig;
 use crate::memory::{self, MemoryEstimate};
 pub use crate::net::config::{PacketConfig, TopologyConfig, TopologyKind};
-use crate::net::{LinkParams, Topology};
+use crate::net::Topology;
 use crate::stats::bound;
 pub use crate::stats::telemetry::{TelemetryConfig, TelemetryFormat, TelemetryPlan};
-use crate::time::{BitsPerSec, SimTime};
+use crate::time::SimTime;
 pub use crate::transport::cc::{CcConfigs, CcKind};
 pub use crate::transport::config::{EqdsConfig, TransportConfig};
 pub use crate::transport::LossRecoveryKind;
@@ -235,17 +235,7 @@ impl Settings {
     fn resolve(file: &ScenarioFile, topology: &Topology) -> Settings {
         let t = &file.topology;
         let tr = &file.transport;
-        let topology_label = match topology.shape {
-            crate::net::Shape::FatTree { k } => format!("fat_tree k={k} {}G", t.link_gbps),
-            crate::net::Shape::LeafSpine {
-                hosts_per_leaf,
-                leaves,
-                spines,
-            } => format!(
-                "leaf_spine {leaves}x{hosts_per_leaf} hosts, {spines} spines {}G",
-                t.link_gbps
-            ),
-        };
+        let topology_label = format!("{} {}G", topology.describe(), t.link_gbps);
         Settings {
             seed: file.seed,
             threads: file.threads,

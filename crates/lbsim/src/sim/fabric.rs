@@ -7,7 +7,7 @@ use super::{Cx, Event};
 use crate::failure::Weights;
 use crate::ids::{HostId, NodeId, PortId, SwitchId};
 use crate::lb::{PacketView, SwitchCtx, SwitchLb};
-use crate::net::{PacketKind, Port, Route, Slots, Topology};
+use crate::net::{GroupMap, PacketKind, Port, Route, Slots, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::telemetry::EventKind;
@@ -53,8 +53,8 @@ pub(super) struct Fabric {
     red_salt: u64,
     /// The switch policy reads queue lengths.
     sync_groups: bool,
-    /// Hosts per ToR (leaf): destination host -> destination ToR for weighted groups.
-    hosts_per_tor: u32,
+    /// Destination host -> its leaf group, the key of converged routing's weights.
+    leaf_groups: GroupMap,
     /// Converged routing's weights, and how many times routing converged.
     weights: Weights,
     routing_epoch: u32,
@@ -161,11 +161,10 @@ impl Fabric {
             .switches
             .iter()
             .enumerate()
-            .map(|(s, info)| {
+            .map(|(s, _)| {
                 let ctx = SwitchCtx {
-                    tier: info.tier,
-                    index: info.index,
-                    shape: topo.shape,
+                    topology: topo,
+                    switch: SwitchId(s as u32),
                     salt: crate::rng::derive_seed(st.seed, Stream::Salt, s as u64),
                 };
                 Switch {
@@ -174,10 +173,7 @@ impl Fabric {
                 }
             })
             .collect();
-        let hosts_per_tor = match topo.shape {
-            crate::net::Shape::FatTree { k } => k / 2,
-            crate::net::Shape::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
-        };
+        let leaf_groups = topo.groups(0).0.clone();
         Fabric {
             ports,
             slots: Slots::new(),
@@ -193,7 +189,7 @@ impl Fabric {
             red: st.red,
             red_salt: crate::rng::derive_seed(st.seed, Stream::Salt, u64::MAX),
             sync_groups: sc.scheme.reads_queues,
-            hosts_per_tor,
+            leaf_groups,
             weights: Weights::default(),
             routing_epoch: 0,
             obs: None,
@@ -551,7 +547,10 @@ impl Fabric {
                 Route::Port(p) => p,
                 Route::Group { first, n } => {
                     let is_ack = !packet.kind.is_forward();
-                    let weights = self.weights.get(s, packet.dst.0 / self.hosts_per_tor);
+                    let weights = match self.weights.any {
+                        false => None,
+                        true => self.weights.get(s, self.leaf_groups.of(packet.dst)),
+                    };
                     if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
                         // Converged routing knows no path to the destination from here.
                         cx.counters.unroutable += 1;

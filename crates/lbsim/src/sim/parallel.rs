@@ -24,7 +24,7 @@ use super::control::RemoteStarts;
 use super::fabric::{Cut, INSIDE, RECEIVES, SHIPS};
 use super::{Event, Progress, Simulation, OBSERVE_EVENTS};
 use crate::ids::{FlowId, NodeId, PortId};
-use crate::net::{Packet, Shape, Tier, Topology};
+use crate::net::{Packet, Topology};
 use crate::time::SimTime;
 
 /// What a partitioned run measured of itself (wall-clock fields aside, a function of the
@@ -70,14 +70,7 @@ impl Plan {
     /// Pods (fat-tree) or leaves (leaf-spine) in `n` contiguous blocks with their hosts; cores
     /// or spines dealt round-robin.
     fn new(topo: &Topology, threads: usize) -> Result<Plan, String> {
-        let (groups, hosts_per_group, switches_per_group) = match topo.shape {
-            Shape::FatTree { k } => (k, k * k / 4, k / 2),
-            Shape::LeafSpine {
-                hosts_per_leaf,
-                leaves,
-                ..
-            } => (leaves, hosts_per_leaf, 1),
-        };
+        let (groups, host_group, switch_group) = topo.partition_groups();
         let n = threads.min(groups as usize).min(u8::MAX as usize);
         if n < 2 {
             return Err(format!(
@@ -85,17 +78,14 @@ impl Plan {
             ));
         }
         let block = |g: u32| (g as usize * n / groups as usize) as u8;
-        let host = (0..topo.hosts)
-            .map(|h| block(h / hosts_per_group))
-            .collect();
+        let host = host_group.into_iter().map(block).collect();
         let switch = topo
             .switches
             .iter()
-            .map(|s| match (topo.shape, s.tier) {
-                (Shape::FatTree { .. }, Tier::Core) | (Shape::LeafSpine { .. }, Tier::Agg) => {
-                    (s.index as usize % n) as u8
-                }
-                _ => block(s.index / switches_per_group),
+            .zip(switch_group)
+            .map(|(s, g)| match g {
+                Some(g) => block(g),
+                None => (s.index as usize % n) as u8,
             })
             .collect();
         Ok(Plan { n, host, switch })

@@ -14,7 +14,7 @@ use crate::ids::{FlowId, PortId};
 use crate::net::{Port, Slots};
 use crate::scenario::Scenario;
 use crate::stats::telemetry::{
-    port_tier, EventKind, EventKinds, EventRecord, FlowSample, PortInfo, PortSample, TelemetryPlan,
+    EventKind, EventKinds, EventRecord, FlowSample, PortInfo, PortSample, TelemetryPlan,
     TelemetrySink,
 };
 use crate::time::SimTime;
@@ -224,7 +224,7 @@ impl Sampler {
                 PortInfo {
                     port: p.0,
                     link: topo.link_name(p),
-                    tier: port_tier(topo, p),
+                    tier: topo.port_tier(p).to_string(),
                     from: topo.node_name(l.from),
                     to: topo.node_name(l.to),
                     rate_bps: l.rate.0,

@@ -157,10 +157,7 @@ fn hops(topo: &Topology, src: HostId, dst: HostId) -> Vec<(BitsPerSec, SimTime)>
 
 /// A host's ToR.
 fn tor(topo: &Topology, h: HostId) -> SwitchId {
-    match topo.links[topo.host_uplink(h).idx()].to {
-        NodeId::Switch(s) => s,
-        NodeId::Host(_) => unreachable!("a host's link leads to its ToR"),
-    }
+    topo.leaf_of(h)
 }
 
 /// The summed rate of ToR `t`'s links up (toward `away`, a host under another ToR) and of the

@@ -13,8 +13,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, Origin};
-use crate::ids::{FlowId, NodeId, PortId};
-use crate::net::{Shape, Tier, Topology};
+use crate::ids::{FlowId, PortId};
+use crate::net::Topology;
 use crate::time::SimTime;
 
 /// `telemetry.sample_ns` when not given: 1 us.
@@ -150,44 +150,6 @@ pub struct TelemetryPlan {
     pub format: TelemetryFormat,
 }
 
-/// The tier of the link a port drives, named by its two ends: `host_up` (host NIC), `tor_up`,
-/// `agg_up`, `core_down`, `agg_down`, `tor_down`; on a leaf-spine `leaf_up`, `spine_down`,
-/// `leaf_down`.
-pub fn port_tier(topo: &Topology, port: PortId) -> &'static str {
-    let l = &topo.links[port.idx()];
-    let tier = |n: NodeId| match n {
-        NodeId::Host(_) => None,
-        NodeId::Switch(s) => Some(topo.switches[s.idx()].tier),
-    };
-    let leaf_spine = matches!(topo.shape, Shape::LeafSpine { .. });
-    match (tier(l.from), tier(l.to), leaf_spine) {
-        (None, _, _) => "host_up",
-        (Some(Tier::Tor), None, false) => "tor_down",
-        (Some(Tier::Tor), None, true) => "leaf_down",
-        (Some(Tier::Tor), Some(_), false) => "tor_up",
-        (Some(Tier::Tor), Some(_), true) => "leaf_up",
-        (Some(Tier::Agg), Some(Tier::Core), _) => "agg_up",
-        (Some(Tier::Agg), _, false) => "agg_down",
-        (Some(_), _, true) => "spine_down",
-        (Some(_), _, false) => "core_down",
-    }
-}
-
-/// The tiers a fabric of this shape has, in path order.
-pub fn tiers(shape: Shape) -> &'static [&'static str] {
-    match shape {
-        Shape::FatTree { .. } => &[
-            "host_up",
-            "tor_up",
-            "agg_up",
-            "core_down",
-            "agg_down",
-            "tor_down",
-        ],
-        Shape::LeafSpine { .. } => &["host_up", "leaf_up", "spine_down", "leaf_down"],
-    }
-}
-
 /// A key's value as a list of strings: a string alone, or an array of strings.
 fn names(v: &toml::Value) -> Option<Vec<&str>> {
     match v {
@@ -237,7 +199,7 @@ impl TelemetryConfig {
     }
 
     fn ports(&self, topo: &Topology) -> Result<Vec<PortId>, String> {
-        let tiers = tiers(topo.shape);
+        let tiers = topo.port_tiers();
         let want = || {
             format!(
                 "expected \"all\", \"none\", a tier ({}), a link name as `lbsim topology --links` \
@@ -254,9 +216,9 @@ impl TelemetryConfig {
             match name {
                 "all" => on.iter_mut().for_each(|x| *x = true),
                 "none" => {}
-                t if tiers.contains(&t) => {
+                t if tiers.iter().any(|x| x == t) => {
                     for (i, x) in on.iter_mut().enumerate() {
-                        *x |= port_tier(topo, PortId(i as u32)) == t;
+                        *x |= topo.port_tier(PortId(i as u32)) == t;
                     }
                 }
                 link => {
@@ -338,7 +300,7 @@ impl TelemetryConfig {
 pub struct PortInfo {
     pub port: u32,
     pub link: String,
-    pub tier: &'static str,
+    pub tier: String,
     pub from: String,
     pub to: String,
     pub rate_bps: u64,
@@ -451,15 +413,15 @@ mod tests {
         let t = Topology::fat_tree(4, TEST_LINKS);
         let mut count = std::collections::BTreeMap::new();
         for i in 0..t.links.len() {
-            let tier = port_tier(&t, PortId(i as u32));
-            assert!(tiers(t.shape).contains(&tier), "{tier}");
+            let tier = t.port_tier(PortId(i as u32));
+            assert!(t.port_tiers().iter().any(|x| x == tier), "{tier}");
             *count.entry(tier).or_insert(0) += 1;
         }
         // 16 hosts: every tier has 16 ports.
         assert!(count.values().all(|&c| c == 16), "{count:?}");
         let l = Topology::leaf_spine(2, 3, 2, TEST_LINKS, TEST_LINKS.rate);
         let names: std::collections::BTreeSet<_> = (0..l.links.len())
-            .map(|i| port_tier(&l, PortId(i as u32)))
+            .map(|i| l.port_tier(PortId(i as u32)))
             .collect();
         assert_eq!(
             names.into_iter().collect::<Vec<_>>(),

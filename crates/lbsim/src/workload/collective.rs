@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Dependencies, FlowSpec, Trigger};
 use crate::ids::HostId;
-use crate::net::{Shape, Topology};
+use crate::net::Topology;
 use crate::rng::{rng_for, Stream};
 use crate::time::SimTime;
 
@@ -446,12 +446,20 @@ pub fn place(
             h
         }
         Placement::PerTor => {
-            let hpt = match topo.shape {
-                Shape::FatTree { k } => k / 2,
-                Shape::LeafSpine { hosts_per_leaf, .. } => hosts_per_leaf,
-            };
-            let tors = topo.hosts / hpt;
-            (0..need).map(|q| (q % tors) * hpt + q / tors).collect()
+            // Round-robin over the leaves: the q-th slot is the next unused host of leaf q mod
+            // leaves, a leaf that has run out passed over.
+            let leaves = topo.leaf_hosts();
+            let mut next = vec![0usize; leaves.len()];
+            let mut out = Vec::with_capacity(need as usize);
+            let mut l = 0;
+            while out.len() < need as usize {
+                if let Some(h) = leaves[l].get(next[l]) {
+                    out.push(h.0);
+                    next[l] += 1;
+                }
+                l = (l + 1) % leaves.len();
+            }
+            out
         }
     };
     Ok((0..ranks)

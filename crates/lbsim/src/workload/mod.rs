@@ -195,11 +195,12 @@ pub fn generate(
             let failed_links = failures
                 .iter()
                 .map(|&(sw, link, line)| {
-                    agg_uplink(topo, sw, link).map_err(|msg| ConfigError::Trace {
-                        path: path.display().to_string(),
-                        line,
-                        msg,
-                    })
+                    topo.htsim_agg_uplink(sw, link)
+                        .map_err(|msg| ConfigError::Trace {
+                            path: path.display().to_string(),
+                            line,
+                            msg,
+                        })
                 })
                 .collect::<Result<Vec<String>, ConfigError>>()?;
             check_span(&flows, &deps, file, topo).map_err(|msg| ConfigError::Trace {
@@ -271,33 +272,6 @@ pub fn generate(
         ids: Vec::new(),
         failed_links: Vec::new(),
     })
-}
-
-/// The cable of aggregation switch `sw`'s uplink `link` (htsim's numbering: switch s at pod
-/// position s mod k/2 reaches core (s mod k/2) x k/2 + link), as `[[failures]]` names it.
-fn agg_uplink(topo: &Topology, sw: u32, link: u32) -> Result<String, String> {
-    let crate::net::Shape::FatTree { k } = topo.shape else {
-        return Err(
-            "a failure of an aggregation uplink needs a 3-tier fat-tree (topology.kind \
-                    = \"fat_tree\"); a leaf-spine's top tier has no uplinks"
-                .into(),
-        );
-    };
-    let h = k / 2;
-    if sw >= k * h {
-        return Err(format!(
-            "switch_id {sw}: the fat-tree has {} aggregation switches (0 to {})",
-            k * h,
-            k * h - 1
-        ));
-    }
-    if link >= h {
-        return Err(format!(
-            "link_id {link}: an aggregation switch has {h} uplinks (0 to {})",
-            h - 1
-        ));
-    }
-    Ok(format!("agg:{sw}-core:{}", (sw % h) * h + link))
 }
 
 /// Reads and replays `[workload]`'s Chakra traces on ranks placed as for collectives.

@@ -1,0 +1,329 @@
+//! Fabrics beyond the study's: tapered Clos built from per-tier radices, checked against exact
+//! hand calculations, closed-form path counts and the invariants every fabric must keep.
+
+mod common;
+
+use common::{check_conservation_of, run, TempDir};
+use lbsim::ids::{HostId, NodeId, SwitchId};
+use lbsim::net::{Route, Topology};
+use lbsim::time::SimTime;
+use lbsim::{Origin, Scenario, ScenarioFile};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A scenario from `toml` whose workload is the connection matrix `cm`.
+fn with_cm(toml: &str, cm: &str, sets: &[&str]) -> Result<Scenario, String> {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = TempDir::new("fabrics", &n.to_string());
+    let path = dir.join("w.cm");
+    std::fs::write(&path, cm).unwrap();
+    let mut all = vec![
+        "workload.kind=connection_matrix".to_string(),
+        format!("workload.path=\"{}\"", path.display()),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let file =
+        ScenarioFile::from_toml(toml, &all, &Origin::builtin()).map_err(|e| e.to_string())?;
+    Scenario::build(file, &Origin::builtin()).map_err(|e| e.to_string())
+}
+
+/// htsim's `fat_tree_128_4os` shape: a k=8 fat-tree whose aggregation switches have one uplink
+/// each (4:1 at the aggregation tier), so 4 cores; tier 2 at `core_gbps`.
+fn tapered(core_gbps: f64) -> String {
+    format!(
+        "[topology]\nkind = \"clos\"\nhosts = 128\npod_hosts = 16\nlink_gbps = 100\n\
+         link_latency_ns = 1000\n\
+         [[topology.tier]]\ndown = 4\nup = 4\n\
+         [[topology.tier]]\ndown = 4\nup = 1\ngbps = 200\nlatency_ns = 500\n\
+         [[topology.tier]]\ndown = 8\ngbps = {core_gbps}\nlatency_ns = 2000\n\
+         [packet]\nheader_bytes = 82\n"
+    )
+}
+
+#[test]
+fn a_tapered_clos_has_the_counts_its_radices_give() {
+    let sc = with_cm(&tapered(50.0), "0->127 id 1 start 0 size 100\n", &[]).unwrap();
+    let t = &sc.topology;
+    let count = |tier: u8| t.switches.iter().filter(|s| s.tier == tier).count();
+    assert_eq!((t.hosts, count(0), count(1), count(2)), (128, 32, 32, 4));
+    // A ToR's 4 uplinks reach its pod's 4 aggs; an agg's one uplink reaches one core; a core
+    // reaches the agg at its position in each of the 8 pods.
+    let ports = |tier: u8| t.switches.iter().find(|s| s.tier == tier).unwrap().ports;
+    assert_eq!((ports(0), ports(1), ports(2)), (8, 5, 8));
+    assert_eq!(t.describe(), "clos 3 tiers, 128 hosts");
+    // Paths between hosts under one ToR, one pod, across pods: 1, 4, and 4 x 1.
+    let n = |a, b| t.path_count(HostId(a), HostId(b));
+    assert_eq!((n(0, 1), n(0, 4), n(0, 127)), (Some(1), Some(4), Some(4)));
+}
+
+#[test]
+fn one_flow_across_a_tapered_core_finishes_at_its_exact_time() {
+    // 16 packets of 4,178 B. Per packet: 334,240 ps on a 100G host link, 167,120 on a 200G
+    // ToR-agg link, 668,480 on a 50G agg-core link. A pipeline of equal packets finishes at the
+    // first packet's crossing plus 15 of the slowest link's serializations.
+    let sc = with_cm(&tapered(50.0), "0->127 id 1 start 0 size 65536\n", &[]).unwrap();
+    let sim = run(sc);
+    let first = 2 * (334_240 + 167_120 + 668_480) + 2 * (1_000_000 + 500_000 + 2_000_000);
+    let want = first + 15 * 668_480;
+    assert_eq!(sim.flows()[0].finish, Some(SimTime(want)));
+    let s = sim.summary();
+    assert!(s.lower_bound_ps <= want, "{} > {want}", s.lower_bound_ps);
+    check_conservation_of(&sim, "tapered");
+}
+
+#[test]
+fn every_route_of_a_clos_reaches_its_destination_by_any_choice() {
+    for toml in [tapered(100.0), bundled_leaf_spine()] {
+        let sc = with_cm(&toml, "0->1 id 1 start 0 size 100\n", &[]).unwrap();
+        let t = &sc.topology;
+        for src in 0..t.hosts {
+            for dst in (0..t.hosts).step_by(7) {
+                if src == dst {
+                    continue;
+                }
+                let mut link = &t.links[src as usize];
+                let mut hops = 0;
+                while let NodeId::Switch(sw) = link.to {
+                    let p = match t.route(sw, HostId(dst)) {
+                        Route::Port(p) => p,
+                        Route::Group { first, n } => {
+                            lbsim::ids::PortId(first.0 + (src + dst + hops) % n)
+                        }
+                    };
+                    assert_eq!(t.links[p.idx()].from, NodeId::Switch(sw));
+                    link = &t.links[p.idx()];
+                    hops += 1;
+                    assert!(hops <= 6, "{src} -> {dst}");
+                }
+                assert_eq!(link.to, NodeId::Host(HostId(dst)));
+            }
+        }
+    }
+}
+
+/// 4 leaves of 8 hosts, 2 spines, 2 parallel links between each leaf and spine.
+fn bundled_leaf_spine() -> String {
+    "[topology]\nkind = \"clos\"\nhosts = 32\nlink_gbps = 100\n\
+     [[topology.tier]]\ndown = 8\nup = 4\n\
+     [[topology.tier]]\ndown = 8\n"
+        .to_string()
+}
+
+#[test]
+fn parallel_links_form_one_next_hop_group() {
+    let sc = with_cm(&bundled_leaf_spine(), "0->31 id 1 start 0 size 100\n", &[]).unwrap();
+    let t = &sc.topology;
+    // A spine reaches leaf 3 over its two links to it: down ports 6 and 7.
+    let spine = SwitchId(4);
+    let base = t.switches[spine.idx()].port_base;
+    assert_eq!(
+        t.route(spine, HostId(31)),
+        Route::Group {
+            first: lbsim::ids::PortId(base + 6),
+            n: 2
+        }
+    );
+    // Paths are no longer named by up choices alone: host_dr is refused on this fabric.
+    assert_eq!(t.path_count(HostId(0), HostId(31)), None);
+    let e = with_cm(
+        &bundled_leaf_spine(),
+        "0->31 id 1 start 0 size 100\n",
+        &["load_balancing.scheme=host_dr"],
+    )
+    .unwrap_err();
+    assert!(e.contains("host_dr") && e.contains("clos"), "{e}");
+    // Spraying over it delivers everything.
+    for scheme in ["ecmp", "host_spray", "ofan", "switch_ar"] {
+        let sc = with_cm(
+            &bundled_leaf_spine(),
+            "0->31 id 1 start 0 size 1000000\n5->20 id 2 start 0 size 1000000\n",
+            &[&format!("load_balancing.scheme={scheme}")],
+        )
+        .unwrap();
+        let sim = run(sc);
+        assert!(sim.flows().iter().all(|f| f.finish.is_some()), "{scheme}");
+        check_conservation_of(&sim, scheme);
+    }
+}
+
+#[test]
+fn a_clos_with_the_fat_trees_radices_is_the_fat_tree() {
+    let clos = "[topology]\nkind = \"clos\"\nhosts = 128\npod_hosts = 16\n\
+                [[topology.tier]]\ndown = 4\nup = 4\n[[topology.tier]]\ndown = 4\nup = 4\n\
+                [[topology.tier]]\ndown = 8\n";
+    let a = with_cm(clos, "0->127 id 1 start 0 size 100\n", &[]).unwrap();
+    let b = with_cm("", "0->127 id 1 start 0 size 100\n", &[]).unwrap();
+    let (a, b) = (&a.topology, &b.topology);
+    assert_eq!(a.links.len(), b.links.len());
+    for p in 0..a.links.len() as u32 {
+        let p = lbsim::ids::PortId(p);
+        assert_eq!(a.link_name(p), b.link_name(p));
+    }
+    for s in 0..a.switches.len() as u32 {
+        for d in 0..a.hosts {
+            assert_eq!(
+                a.route(SwitchId(s), HostId(d)),
+                b.route(SwitchId(s), HostId(d))
+            );
+        }
+    }
+}
+
+#[test]
+fn clos_keys_that_do_not_describe_a_clos_are_refused_by_name() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[topology]\nkind = \"clos\"\n[[topology.tier]]\ndown = 4\nup = 1\n[[topology.tier]]\ndown = 4\n",
+            "topology.hosts",
+        ),
+        (
+            "[topology]\nkind = \"clos\"\nhosts = 16\n[[topology.tier]]\ndown = 4\nup = 1\n",
+            "topology.tier",
+        ),
+        (
+            "[topology]\nkind = \"clos\"\nhosts = 16\n[[topology.tier]]\ndown = 4\nup = 1\n\
+             [[topology.tier]]\ndown = 3\n",
+            "topology.tier",
+        ),
+        (
+            "[topology]\nkind = \"clos\"\nhosts = 16\n[[topology.tier]]\ndown = 4\nup = 1\n\
+             [[topology.tier]]\ndown = 4\ngbps = -1\n",
+            "topology.tier[1].gbps",
+        ),
+        (
+            "[topology]\nkind = \"clos\"\nhosts = 64\n[[topology.tier]]\ndown = 4\nup = 2\n\
+             [[topology.tier]]\ndown = 4\nup = 2\n[[topology.tier]]\ndown = 4\n",
+            "topology.pod_hosts",
+        ),
+        (
+            "[topology]\nkind = \"clos\"\nhosts = 16\n[[topology.tier]]\ndown = 4\nup = 1\nwidth = 3\n\
+             [[topology.tier]]\ndown = 4\n",
+            "width",
+        ),
+    ];
+    for (toml, key) in cases {
+        let e = with_cm(toml, "0->1 id 1 start 0 size 100\n", &[]).unwrap_err();
+        assert!(e.contains(key), "{key}: {e}");
+    }
+}
+
+#[test]
+fn failures_weights_and_rates_work_on_a_tapered_clos() {
+    // The one uplink of agg 0 (pod 0) fails and routing converges at once: pod 0's ToRs route
+    // around it through the other aggs, and every other pod's ToRs avoid their agg 0 (its core
+    // no longer reaches pod 0) for pod 0's hosts; every flow finishes.
+    let toml = tapered(100.0)
+        + "[failure]\nconvergence_us = 0\n\
+           [[failures]]\nlink = \"agg:0-core:0\"\nat_us = 0\nkind = \"down\"\n";
+    // Every host of pod 0 sends to one in another pod (ECMP hashes some onto agg 0).
+    let cm: String = (0..16)
+        .map(|i| {
+            format!(
+                "{i}->{} id {} start 0 size 200000\n",
+                16 + (i * 7 + 20) % 112,
+                i + 1
+            )
+        })
+        .collect();
+    for scheme in ["ecmp", "host_spray", "ofan", "reps"] {
+        let sc = with_cm(&toml, &cm, &[&format!("load_balancing.scheme={scheme}")]).unwrap();
+        let sim = run(sc);
+        assert!(sim.flows().iter().all(|f| f.finish.is_some()), "{scheme}");
+        assert_eq!(sim.counters().unroutable, 0, "{scheme}");
+        check_conservation_of(&sim, scheme);
+    }
+    // Without convergence, ECMP's flows pinned to the dead uplink never finish.
+    let never = toml.replace("convergence_us = 0", "");
+    let sim = run(with_cm(
+        &never,
+        &cm,
+        &["load_balancing.scheme=ecmp", "end_time_us=2000"],
+    )
+    .unwrap());
+    assert!(sim.flows().iter().any(|f| f.finish.is_none()));
+}
+
+#[test]
+fn a_tapered_clos_runs_alike_on_one_and_three_threads() {
+    let cm: String = (0..128)
+        .map(|i| {
+            format!(
+                "{i}->{} id {} start 0 size 200000\n",
+                (i * 37 + 11) % 128,
+                i + 1
+            )
+        })
+        .filter(|l| {
+            let (a, b) = l.split_once("->").unwrap();
+            a != b.split(' ').next().unwrap()
+        })
+        .collect();
+    let runs: Vec<String> = [1, 3]
+        .iter()
+        .map(|th| {
+            let sc = with_cm(&tapered(100.0), &cm, &[&format!("threads={th}")]).unwrap();
+            let sim = run(sc);
+            serde_json::to_string(&sim.summary()).unwrap()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1]);
+}
+
+#[test]
+fn partitions_of_a_clos_are_its_pods() {
+    let t = Topology::fat_tree(
+        4,
+        lbsim::net::LinkParams {
+            rate: lbsim::time::BitsPerSec::from_gbps(100.0),
+            latency: SimTime::from_ns(1000),
+            switch_latency: SimTime::ZERO,
+        },
+    );
+    let (groups, hosts, switches) = t.partition_groups();
+    assert_eq!(groups, 4);
+    assert_eq!(hosts[..8], [0, 0, 0, 0, 1, 1, 1, 1]);
+    // ToRs 0..7 and aggs 8..15 in their pods; cores shared.
+    assert_eq!(switches[2], Some(1));
+    assert_eq!(switches[9], Some(0));
+    assert_eq!(switches[16], None);
+}
+
+#[test]
+fn path_counts_match_closed_forms_for_every_generator() {
+    let p = lbsim::net::LinkParams {
+        rate: lbsim::time::BitsPerSec::from_gbps(100.0),
+        latency: SimTime::from_ns(1000),
+        switch_latency: SimTime::ZERO,
+    };
+    // Fat-tree: 1 under a ToR, k/2 in a pod, (k/2)^2 across pods.
+    for k in [4u32, 6, 8] {
+        let t = Topology::fat_tree(k, p);
+        let h = k / 2;
+        let want = [Some(1), Some(h as u64), Some((h * h) as u64)];
+        let got: Vec<_> = t.tier_summaries().iter().map(|s| s.paths).collect();
+        assert_eq!(got, want, "k={k}");
+        assert_eq!(
+            t.count_paths(HostId(0), HostId(t.hosts - 1)),
+            (h * h) as u64
+        );
+        assert_eq!(t.path_count(HostId(0), HostId(t.hosts - 1)), Some(h * h));
+    }
+    // Leaf-spine: one path per spine.
+    let t = Topology::leaf_spine(4, 5, 3, p, p.rate);
+    assert_eq!(t.count_paths(HostId(0), HostId(19)), 3);
+    assert_eq!(t.count_paths(HostId(0), HostId(1)), 1);
+    // A 3-tier Clos with parallel cables (ASTRA-sim's 8-node file): 2 ToR uplinks, then 4 agg
+    // uplinks, then 2 cables from the core down to the destination pod's agg: 16 across pods,
+    // 2 within a pod.
+    let toml = "[topology]\nkind = \"clos\"\nhosts = 8\npod_hosts = 4\nlink_gbps = 200\n\
+                [[topology.tier]]\ndown = 2\nup = 2\n[[topology.tier]]\ndown = 2\nup = 4\n\
+                [[topology.tier]]\ndown = 4\ngbps = 100\n";
+    let sc = with_cm(toml, "0->7 id 1 start 0 size 100\n", &[]).unwrap();
+    let t = &sc.topology;
+    assert_eq!(t.count_paths(HostId(0), HostId(7)), 16);
+    assert_eq!(t.count_paths(HostId(0), HostId(2)), 2);
+    assert_eq!(t.count_paths(HostId(0), HostId(1)), 1);
+    // Every path of the tapered Clos: 4 ToR uplinks x 1 agg uplink.
+    let sc = with_cm(&tapered(100.0), "0->127 id 1 start 0 size 100\n", &[]).unwrap();
+    assert_eq!(sc.topology.count_paths(HostId(0), HostId(127)), 4);
+}
