@@ -1,6 +1,7 @@
 //! The lower bound holds on every run: random small scenarios (topology, workload including
 //! connection matrices with flows both ways and trigger chains, collectives started late and
-//! repeated, two jobs sharing the fabric, oversubscribed leaf-spines, sizes, ACK sizes, paced
+//! repeated, two jobs sharing the fabric, oversubscribed leaf-spines, random 2- and 3-tier Clos
+//! (tapers, parallel cables, per-tier rates and latencies), sizes, ACK sizes, paced
 //! hosts, every scheme, loss recovery and congestion control) never finish before their bound, nor does any collective before its
 //! own; they conserve packets and deliver every byte exactly once; and each gives the same
 //! flows and counters when it is cut into two or three partitions.
@@ -20,6 +21,13 @@ enum Topo {
         spines: u32,
         oversubscription: u32,
     },
+    /// A Clos from per-tier radices: `tiers` as (down, up, gbps factor x 10, latency in ns),
+    /// lowest first, hosts, hosts per pod (three tiers).
+    Clos {
+        hosts: u32,
+        pod_hosts: Option<u32>,
+        tiers: Vec<(u32, u32, u32, u32)>,
+    },
 }
 
 impl Topo {
@@ -27,6 +35,7 @@ impl Topo {
         match *self {
             Topo::FatTree(k) => k * k * k / 4,
             Topo::LeafSpine { leaves, hosts, .. } => leaves * hosts,
+            Topo::Clos { hosts, .. } => hosts,
         }
     }
 }
@@ -74,10 +83,55 @@ const WORKLOADS: &[&str] = &[
     "jobs",
 ];
 
+/// A tier's links: a rate of 5, 10 or 20 tenths of the host links' and a latency.
+fn tier_link() -> impl Strategy<Value = (u32, u32)> {
+    (
+        prop_oneof![Just(5u32), Just(10), Just(20)],
+        prop_oneof![Just(0u32), Just(200), Just(1500)],
+    )
+}
+
+/// Random 2- and 3-tier Clos: any leaf and pod sizes, tapers (fewer uplinks than downlinks),
+/// parallel cables, per-tier rates and latencies.
+fn clos() -> impl Strategy<Value = Topo> {
+    let two = (1u32..4, 1u32..4, 1u32..3, 1u32..3, tier_link()).prop_map(
+        |(leaves, per_leaf, spines, bundle, (g, l))| {
+            let per_leaf = per_leaf.max(if leaves == 1 { 2 } else { 1 });
+            Topo::Clos {
+                hosts: leaves * per_leaf,
+                pod_hosts: None,
+                tiers: vec![
+                    (per_leaf, spines * bundle, 10, 0),
+                    (leaves * bundle, 0, g, l),
+                ],
+            }
+        },
+    );
+    let three = (
+        (1u32..3, 1u32..3, 1u32..3),
+        (1u32..3, 1u32..3, 1u32..3, 1u32..3),
+        (tier_link(), tier_link()),
+    )
+        .prop_map(|((pods, tors, per_tor), (aggs, b1, group, b2), (t1, t2))| {
+            let per_tor = per_tor.max(if pods * tors == 1 { 2 } else { 1 });
+            Topo::Clos {
+                hosts: pods * tors * per_tor,
+                pod_hosts: Some(tors * per_tor),
+                tiers: vec![
+                    (per_tor, aggs * b1, 10, 0),
+                    (tors * b1, group * b2, t1.0, t1.1),
+                    (pods * b2, 0, t2.0, t2.1),
+                ],
+            }
+        });
+    prop_oneof![two, three]
+}
+
 fn topo() -> impl Strategy<Value = Topo> {
     prop_oneof![
-        prop_oneof![Just(2u32), Just(4)].prop_map(Topo::FatTree),
-        (1u32..4, 1u32..5, 1u32..3, prop_oneof![Just(1u32), Just(4)]).prop_map(
+        1 => clos(),
+        1 => prop_oneof![Just(2u32), Just(4)].prop_map(Topo::FatTree),
+        1 => (1u32..4, 1u32..5, 1u32..3, prop_oneof![Just(1u32), Just(4)]).prop_map(
             |(leaves, hosts, spines, oversubscription)| Topo::LeafSpine {
                 leaves,
                 hosts: hosts.max(if leaves == 1 { 2 } else { 1 }),
@@ -167,9 +221,9 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
         // stops has no CCT and only the invariants are checked.
         "end_time_us=20000".to_string(),
     ];
-    match c.topo {
-        Topo::FatTree(k) => s.push(format!("topology.k={k}")),
-        Topo::LeafSpine {
+    match &c.topo {
+        &Topo::FatTree(k) => s.push(format!("topology.k={k}")),
+        &Topo::LeafSpine {
             leaves,
             hosts,
             spines,
@@ -181,6 +235,29 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
             format!("topology.spines={spines}"),
             format!("topology.oversubscription={oversubscription}"),
         ]),
+        Topo::Clos {
+            hosts,
+            pod_hosts,
+            tiers,
+        } => {
+            s.extend([
+                "topology.kind=clos".to_string(),
+                format!("topology.hosts={hosts}"),
+            ]);
+            if let Some(p) = pod_hosts {
+                s.push(format!("topology.pod_hosts={p}"));
+            }
+            let t: Vec<String> = tiers
+                .iter()
+                .map(|&(down, up, g, l)| {
+                    format!(
+                        "{{down={down},up={up},gbps={},latency_ns={l}}}",
+                        c.gbps as f64 * g as f64 / 10.0
+                    )
+                })
+                .collect();
+            s.push(format!("topology.tier=[{}]", t.join(",")));
+        }
     }
     let n = c.topo.hosts();
     let w = WORKLOADS[c.workload];

@@ -327,3 +327,88 @@ fn path_counts_match_closed_forms_for_every_generator() {
     let sc = with_cm(&tapered(100.0), "0->127 id 1 start 0 size 100\n", &[]).unwrap();
     assert_eq!(sc.topology.count_paths(HostId(0), HostId(127)), 4);
 }
+
+/// host_spray over a long run uses every path between two hosts equally often, parallel
+/// cables and tapers included. Its packets carry uniform entropies (lb::spray's own test), and
+/// each switch's hash picks within its group, so each path's share of traffic is its share of
+/// the entropy space: every entropy is walked through the switches and the paths' shares are
+/// tested against the uniform law over the paths the fabric counts (chi-square: a hash that
+/// favoured some paths, or never reached one, fails).
+#[test]
+fn host_spray_uses_every_path_equally_often() {
+    use lbsim::lb::config::LoadBalancingConfig;
+    use lbsim::lb::{scheme, PacketView, SwitchCtx, SwitchLb};
+    use lbsim::net::Port;
+    use lbsim::rng::{rng_for, Stream};
+    use std::collections::BTreeMap;
+    let astra = "[topology]\nkind = \"clos\"\nhosts = 8\npod_hosts = 4\nlink_gbps = 200\n\
+                 [[topology.tier]]\ndown = 2\nup = 2\n[[topology.tier]]\ndown = 2\nup = 4\n\
+                 [[topology.tier]]\ndown = 4\ngbps = 100\n";
+    for (toml, src, dst) in [(astra, 0, 7), (&tapered(50.0)[..], 0, 127), ("", 0, 127)] {
+        let sc = with_cm(toml, "0->1 id 1 start 0 size 100\n", &[]).unwrap();
+        let t = &sc.topology;
+        let info = scheme("host_spray").unwrap();
+        let cfg = LoadBalancingConfig::default();
+        let mut switches: Vec<SwitchLb> = (0..t.switches.len() as u32)
+            .map(|s| {
+                let ctx = SwitchCtx {
+                    topology: t,
+                    switch: SwitchId(s),
+                    salt: lbsim::rng::derive_seed(9, Stream::Salt, s as u64),
+                };
+                SwitchLb::new(info, &ctx, &cfg)
+            })
+            .collect();
+        let ports: Vec<Port> = t
+            .links
+            .iter()
+            .map(|l| Port::new(l.rate, l.latency, l.to, 1 << 20, 1 << 19))
+            .collect();
+        let mut rng = rng_for(5, Stream::Host, 0);
+        let (src, dst) = (HostId(src), HostId(dst));
+        let n = lbsim::lb::ENTROPY_SPACE;
+        let mut seen: BTreeMap<Vec<u32>, u32> = BTreeMap::new();
+        for entropy in 0..n {
+            let i = entropy;
+            let mut link = &t.links[t.host_uplink(src).idx()];
+            let mut path = Vec::new();
+            while let NodeId::Switch(sw) = link.to {
+                let port = match t.route(sw, dst) {
+                    Route::Port(p) => p,
+                    Route::Group { first, n } => {
+                        let view = PacketView {
+                            weights: None,
+                            epoch: 0,
+                            src,
+                            dst,
+                            flow_key: lbsim::transport::flow_key(src, dst, false),
+                            entropy,
+                            is_ack: false,
+                            now: SimTime(i as u64),
+                        };
+                        let g = &ports[first.idx()..first.idx() + n as usize];
+                        let k = switches[sw.idx()].choose(&view, g, &mut rng);
+                        lbsim::ids::PortId(first.0 + k as u32)
+                    }
+                };
+                path.push(port.0);
+                link = &t.links[port.idx()];
+            }
+            *seen.entry(path).or_default() += 1;
+        }
+        let paths = t.count_paths(src, dst);
+        assert_eq!(seen.len() as u64, paths, "{}", t.describe());
+        let expect = n as f64 / paths as f64;
+        let chi2: f64 = seen
+            .values()
+            .map(|&c| (c as f64 - expect).powi(2) / expect)
+            .sum();
+        // About a one-in-a-million tail for these degrees of freedom.
+        let df = (paths - 1) as f64;
+        assert!(
+            chi2 < df + 7.0 * (2.0 * df).sqrt(),
+            "{}: chi2 {chi2:.1} on {df} df",
+            t.describe()
+        );
+    }
+}

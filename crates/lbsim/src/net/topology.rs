@@ -138,6 +138,9 @@ pub struct Topology {
     /// Per (tier, up) cut kind below the top: for each group, a range of `cut_ports`.
     cut_index: Vec<Vec<(u32, u32)>>,
     cut_ports: Vec<u32>,
+    /// Per (tier, up) cut kind: each group's cut capacity, and the capacity of its hosts' links.
+    cut_bps: Vec<Vec<u64>>,
+    group_bps: Vec<Vec<u64>>,
     /// htsim's fat-tree numbering of aggregation uplinks (k/2), where it applies.
     htsim_fat_tree: Option<u32>,
 }
@@ -200,6 +203,8 @@ impl Builder {
                 single_down: true,
                 cut_index: Vec::new(),
                 cut_ports: Vec::new(),
+                cut_bps: Vec::new(),
+                group_bps: Vec::new(),
                 htsim_fat_tree: None,
             },
         }
@@ -494,6 +499,30 @@ impl Builder {
                     .collect()
             })
             .collect();
+        t.cut_bps = t
+            .cut_index
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .map(|&(a, b)| {
+                        t.cut_ports[a as usize..b as usize]
+                            .iter()
+                            .fold(0u64, |x, &p| x.saturating_add(t.links[p as usize].rate.0))
+                    })
+                    .collect()
+            })
+            .collect();
+        t.group_bps = (0..tiers.saturating_sub(1))
+            .map(|tier| {
+                let (map, n) = &t.groups[tier];
+                let mut v = vec![0u64; *n as usize];
+                for h in 0..t.hosts {
+                    let g = map.of(HostId(h)) as usize;
+                    v[g] = v[g].saturating_add(t.links[h as usize].rate.0);
+                }
+                v
+            })
+            .collect();
         // Port tiers in path order: host_up, each tier's up, the top's down, each tier's down.
         let names = &t.tier_names[..tiers];
         let mut pt = vec!["host_up".to_string()];
@@ -717,6 +746,27 @@ impl Topology {
                     .iter()
                     .map(|&p| PortId(p))
                     .collect()
+            }
+        }
+    }
+
+    /// The summed rate of a cut's links (at least 1 b/s).
+    pub fn cut_rate(&self, c: Cut) -> BitsPerSec {
+        let bps = match c.tier {
+            None if c.up => self.links[self.host_uplink(HostId(c.index)).idx()].rate.0,
+            None => self.links[self.host_downlink(HostId(c.index)).idx()].rate.0,
+            Some(t) => self.cut_bps[2 * t as usize + !c.up as usize][c.index as usize],
+        };
+        BitsPerSec(bps.max(1))
+    }
+
+    /// Whether a group's cut carries less than its hosts' links (a tapered tier).
+    pub fn tapered(&self, c: Cut) -> bool {
+        match c.tier {
+            None => false,
+            Some(t) => {
+                self.cut_bps[2 * t as usize + !c.up as usize][c.index as usize]
+                    < self.group_bps[t as usize][c.index as usize]
             }
         }
     }

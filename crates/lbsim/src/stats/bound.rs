@@ -18,7 +18,8 @@
 //!   leaf-spine) and its downlinks from above, each as one server of their summed rate: for every
 //!   threshold t among the flows' earliest arrivals there (the smallest packet's store and
 //!   forward and the propagation before the cut), t + their bytes / rate + the smallest tail past
-//!   the cut.
+//!   the cut; likewise a higher tier's group (a pod) where that tier is tapered, its uplinks
+//!   carrying less than its hosts' links (elsewhere the NIC terms dominate it).
 //!
 //! N is the NIC's time for data: W / B at line rate; with `rate_coef` < 1 the host's pacer
 //! spaces every data packet by its wire time at the pacing rate P, and only the last one sent
@@ -40,8 +41,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Range;
 
-use crate::ids::{HostId, NodeId, SwitchId};
-use crate::net::{Route, Topology};
+use crate::ids::{HostId, NodeId};
+use crate::net::{Cut, Route, Topology};
 use crate::time::{BitsPerSec, SimTime};
 use crate::transport::Flow;
 use crate::workload::{Dependencies, FlowSpec};
@@ -155,53 +156,62 @@ fn hops(topo: &Topology, src: HostId, dst: HostId) -> Vec<(BitsPerSec, SimTime)>
     }
 }
 
-/// A host's ToR.
-fn tor(topo: &Topology, h: HostId) -> SwitchId {
-    topo.leaf_of(h)
-}
-
-/// The summed rate of ToR `t`'s links up (toward `away`, a host under another ToR) and of the
-/// links back down into it (each up link's far end routes to `home`, a host under `t`).
-fn cut_rates(topo: &Topology, t: SwitchId, away: HostId, home: HostId) -> (BitsPerSec, BitsPerSec) {
-    let Route::Group { first, n } = topo.route(t, away) else {
-        unreachable!("a ToR reaches other ToRs' hosts through its up group")
-    };
-    let (mut up, mut down) = (0u64, 0u64);
-    for p in first.0..first.0 + n {
-        let l = &topo.links[p as usize];
-        up = up.saturating_add(l.rate.0);
-        if let NodeId::Switch(x) = l.to {
-            if let Route::Port(back) = topo.route(x, home) {
-                down = down.saturating_add(topo.links[back.idx()].rate.0);
-            }
+/// Where a flow meets the fabric cuts it crosses past its hosts' links: for each, the cut, the
+/// earliest arrival of its smallest packet there and its tail past it (from its start). Its
+/// leaves' cuts whenever it leaves its leaf; a higher tier's cuts only where the tier is
+/// tapered (elsewhere a group's cut carries as much as its hosts' links, which the NIC and
+/// downlink terms already count).
+fn crossings(topo: &Topology, f: &FlowSpec, s: Sizes) -> Vec<(Cut, SimTime, SimTime)> {
+    let mut out = Vec::new();
+    let tiers = topo.tiers().saturating_sub(1);
+    let mut h = Vec::new();
+    for t in 0..tiers {
+        let (a, b) = (topo.group(t, f.src), topo.group(t, f.dst));
+        if a == b {
+            break;
+        }
+        let up = Cut {
+            tier: Some(t),
+            up: true,
+            index: a,
+        };
+        let down = Cut {
+            tier: Some(t),
+            up: false,
+            index: b,
+        };
+        let (up_on, down_on) = (t == 0 || topo.tapered(up), t == 0 || topo.tapered(down));
+        if !(up_on || down_on) {
+            continue;
+        }
+        if h.is_empty() {
+            h = hops(topo, f.src, f.dst);
+        }
+        let m = h.len();
+        let pkt = min_packet(f.size_bytes, s);
+        // Before link k: store and forward and propagation on the links before it.
+        let before = |k: usize| {
+            h[..k]
+                .iter()
+                .fold(SimTime::ZERO, |t, &(r, l)| t + r.serialization(pkt) + l)
+        };
+        // Past link k's serialization: its propagation, then the later links.
+        let past = |k: usize| {
+            h[k + 1..]
+                .iter()
+                .fold(h[k].1, |t, &(r, l)| t + r.serialization(pkt) + l)
+        };
+        // Link t + 1 leaves the source's group at tier t; link m - 2 - t enters the
+        // destination's.
+        let (ku, kd) = (t as usize + 1, m - 2 - t as usize);
+        if up_on {
+            out.push((up, before(ku), past(ku)));
+        }
+        if down_on {
+            out.push((down, before(kd), past(kd)));
         }
     }
-    (BitsPerSec(up.max(1)), BitsPerSec(down.max(1)))
-}
-
-/// Where a flow that leaves its ToR meets the two cuts: (earliest arrival at the up cut, tail
-/// past it, earliest arrival at the down cut, tail past it), from its start, for its smallest
-/// packet. None for a flow that stays under one ToR.
-fn cut_times(topo: &Topology, f: &FlowSpec, s: Sizes) -> Option<[SimTime; 4]> {
-    if tor(topo, f.src) == tor(topo, f.dst) {
-        return None;
-    }
-    let h = hops(topo, f.src, f.dst);
-    let m = h.len();
-    let pkt = min_packet(f.size_bytes, s);
-    // Before link k: store and forward and propagation on the links before it.
-    let before = |k: usize| {
-        h[..k]
-            .iter()
-            .fold(SimTime::ZERO, |t, &(r, l)| t + r.serialization(pkt) + l)
-    };
-    // Past link k's serialization: its propagation, then the later links.
-    let past = |k: usize| {
-        h[k + 1..]
-            .iter()
-            .fold(h[k].1, |t, &(r, l)| t + r.serialization(pkt) + l)
-    };
-    Some([before(1), past(1), before(m - 2), past(m - 2)])
+    out
 }
 
 /// A flow alone on an idle path: its NIC time plus its tail, or its time through either of its
@@ -209,12 +219,8 @@ fn cut_times(topo: &Topology, f: &FlowSpec, s: Sizes) -> Option<[SimTime; 4]> {
 fn alone(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
     let nic = Nic::of(topo, f.size_bytes, s);
     let mut t = nic.time(topo, s) + path_tail(topo, f, s);
-    if let Some([up_at, up_tail, down_at, down_tail]) = cut_times(topo, f, s) {
-        let up = cut_rates(topo, tor(topo, f.src), f.dst, f.src).0;
-        let down = cut_rates(topo, tor(topo, f.dst), f.src, f.dst).1;
-        t = t
-            .max(up_at + up.serialization(nic.bytes) + up_tail)
-            .max(down_at + down.serialization(nic.bytes) + down_tail);
+    for (cut, at, tail) in crossings(topo, f, s) {
+        t = t.max(at + topo.cut_rate(cut).serialization(nic.bytes) + tail);
     }
     t
 }
@@ -342,20 +348,27 @@ fn link_bound(
     enum Server {
         Nic,
         Downlink,
-        Up,
-        Down,
+        Cut,
     }
     let mut best = SimTime::ZERO;
-    // (server's key, release, data, tail, flow), grouped by key with the latest releases first.
-    let mut jobs: Vec<(u32, SimTime, Nic, SimTime, u32)> = Vec::with_capacity(set.len());
+    // (server's key, release, data, tail), grouped by key with the latest releases first.
+    let mut jobs: Vec<(u64, SimTime, Nic, SimTime)> = Vec::with_capacity(set.len());
     let mut scratch: Vec<(SimTime, Nic, SimTime)> = Vec::new();
-    let cuts: Vec<Option<[SimTime; 4]>> = set
-        .iter()
-        .map(|&i| cut_times(topo, &flows[i as usize], s))
-        .collect();
-    for server in [Server::Nic, Server::Downlink, Server::Up, Server::Down] {
+    // A cut as a key, and back.
+    let key = |c: Cut| {
+        ((c.tier.map_or(0, |t| t as u64 + 1)) << 33) | ((c.up as u64) << 32) | c.index as u64
+    };
+    let unkey = |k: u64| Cut {
+        tier: match k >> 33 {
+            0 => None,
+            t => Some(t as u8 - 1),
+        },
+        up: (k >> 32) & 1 == 1,
+        index: k as u32,
+    };
+    for server in [Server::Nic, Server::Downlink, Server::Cut] {
         jobs.clear();
-        for (k, &i) in set.iter().enumerate() {
+        for &i in set {
             let f = &flows[i as usize];
             let st = start[i as usize].expect("the set's flows have started");
             let data = match server {
@@ -365,28 +378,29 @@ fn link_bound(
                     ..Nic::default()
                 },
             };
-            let job = match (server, cuts[k]) {
-                (Server::Nic, _) => (f.src.0, st, path_tail(topo, f, s)),
-                (Server::Downlink, _) => (f.dst.0, st, path_tail(topo, f, s)),
-                (Server::Up, Some([at, tail, _, _])) => (tor(topo, f.src).0, st + at, tail),
-                (Server::Down, Some([_, _, at, tail])) => (tor(topo, f.dst).0, st + at, tail),
-                _ => continue,
-            };
-            jobs.push((job.0, job.1, data, job.2, i));
+            match server {
+                Server::Nic => jobs.push((f.src.0 as u64, st, data, path_tail(topo, f, s))),
+                Server::Downlink => jobs.push((f.dst.0 as u64, st, data, path_tail(topo, f, s))),
+                Server::Cut => {
+                    for (cut, at, tail) in crossings(topo, f, s) {
+                        jobs.push((key(cut), st + at, data, tail));
+                    }
+                }
+            }
         }
         jobs.sort_unstable_by_key(|j| (j.0, Reverse(j.1)));
         for group in jobs.chunk_by(|a, b| a.0 == b.0) {
             scratch.clear();
             scratch.extend(group.iter().map(|j| (j.1, j.2, j.3)));
-            let f = &flows[group[0].4 as usize];
-            let rate = match server {
-                Server::Nic | Server::Downlink => topo.host_rate,
-                Server::Up => cut_rates(topo, tor(topo, f.src), f.dst, f.src).0,
-                Server::Down => cut_rates(topo, tor(topo, f.dst), f.src, f.dst).1,
-            };
             let b = match server {
                 Server::Nic => release_bound(&scratch, |d| d.time(topo, s)),
-                _ => release_bound(&scratch, |d| rate.serialization(d.bytes)),
+                Server::Downlink => {
+                    release_bound(&scratch, |d| topo.host_rate.serialization(d.bytes))
+                }
+                Server::Cut => {
+                    let rate = topo.cut_rate(unkey(group[0].0));
+                    release_bound(&scratch, |d| rate.serialization(d.bytes))
+                }
             };
             best = best.max(b);
         }
