@@ -412,3 +412,25 @@ fn host_spray_uses_every_path_equally_often() {
         );
     }
 }
+
+#[test]
+fn the_bound_counts_a_tapered_pods_uplinks() {
+    // Pod 0's 16 hosts each send 1 MB to pod 1: their NICs need W / 100G each, but pod 0's
+    // links to the cores (4 aggs x 1 uplink at 100G) carry 400G, a quarter of the hosts'.
+    let cm: String = (0..16)
+        .map(|i| format!("{i}->{} id {} start 0 size 1000000\n", 16 + i, i + 1))
+        .collect();
+    let sc = with_cm(&tapered(100.0), &cm, &["load_balancing.scheme=host_spray"]).unwrap();
+    let wire = 1_000_000u64 + 245 * 82; // 245 packets of up to 4,096 B
+                                        // 20 ps per byte at 400 Gb/s.
+    let pod_cut_ps = 16 * wire * 20;
+    let sim = run(sc);
+    let s = sim.summary();
+    assert!(
+        s.lower_bound_ps >= pod_cut_ps,
+        "{} < {pod_cut_ps}",
+        s.lower_bound_ps
+    );
+    assert!(s.cct_ps.unwrap() >= s.lower_bound_ps);
+    check_conservation_of(&sim, "pod cut");
+}
