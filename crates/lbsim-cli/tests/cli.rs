@@ -496,3 +496,47 @@ fn readme_documents_every_output_field() {
         "README's Telemetry section lacks {missing:?}"
     );
 }
+
+#[test]
+fn topology_summarises_tiers_taper_bisection_and_paths() {
+    let out = lbsim(&[
+        "topology",
+        "--set",
+        "topology.kind=clos",
+        "--set",
+        "topology.hosts=128",
+        "--set",
+        "topology.pod_hosts=16",
+        "--set",
+        "topology.link_gbps=100",
+        "--set",
+        "topology.tier=[{down=4,up=4},{down=4,up=1},{down=8}]",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("clos 3 tiers, 128 hosts: 128 hosts, 68 switches"),
+        "{text}"
+    );
+    // The aggregation tier: 32 switches of 4 down and 1 up, 4:1; 4 paths between pods.
+    let agg: Vec<&str> = lines[3].split_whitespace().collect();
+    assert_eq!(agg[..5], ["1", "agg", "32", "4", "1"], "{text}");
+    assert_eq!(agg[7], "4.000:1", "{text}");
+    assert_eq!(lines[4].split_whitespace().last(), Some("4"), "{text}");
+    // Half of 4 pods' worth of core links: 8 pods x 4 uplinks x 100G / 2.
+    assert!(
+        lines[5].starts_with("bisection bandwidth 1.600 Tb/s"),
+        "{text}"
+    );
+    let dot = lbsim(&["topology", "--dot", "--set", "topology.k=4"]);
+    let dot = String::from_utf8(dot.stdout).unwrap();
+    assert!(dot.starts_with("graph fabric {"), "{dot}");
+    // 16 host cables, 16 ToR-agg, 16 agg-core.
+    assert_eq!(dot.matches(" -- ").count(), 48, "{dot}");
+    assert!(dot.contains("\"host:0\" -- \"tor:0\""), "{dot}");
+}
