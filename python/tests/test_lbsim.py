@@ -140,6 +140,9 @@ def test_bad_input_raises_scenario_error_with_the_clis_message(tmp_path):
         lbsim.run(set={"topology.link_gbps": 0})
     with pytest.raises(lbsim.ScenarioError, match=r"telemetry.ports.*no tier or link named `tor:9"):
         lbsim.run(set={**SMALL, "telemetry.ports": "tor:9-agg:0"})
+    # A valid setting with telemetry off would do nothing: refused, naming it.
+    with pytest.raises(lbsim.ScenarioError, match=r"telemetry.sample_ns.*telemetry.enabled = true"):
+        lbsim.run(set={**SMALL, "telemetry.sample_ns": 500})
     with pytest.raises(lbsim.ScenarioError, match=r"scenario dict: key `topology.k`"):
         lbsim.Scenario({"topology": {"k": 3}})
     with pytest.raises(lbsim.ScenarioError, match="cannot read scenario file"):

@@ -434,3 +434,33 @@ fn the_bound_counts_a_tapered_pods_uplinks() {
     assert!(s.cct_ps.unwrap() >= s.lower_bound_ps);
     check_conservation_of(&sim, "pod cut");
 }
+
+#[test]
+fn a_key_of_another_fabric_kind_is_refused_not_ignored() {
+    for (sets, key, kinds) in [
+        (&["topology.spines=4"][..], "topology.spines", "leaf_spine"),
+        (
+            &["topology.oversubscription=2"][..],
+            "topology.oversubscription",
+            "leaf_spine",
+        ),
+        (&["topology.hosts=16"][..], "topology.hosts", "clos"),
+        (
+            &["topology.kind=leaf_spine", "topology.k=4"][..],
+            "topology.k",
+            "fat_tree",
+        ),
+        (
+            &["topology.kind=leaf_spine", "topology.pod_hosts=4"][..],
+            "topology.pod_hosts",
+            "clos",
+        ),
+    ] {
+        let Err(e) = with_cm("", "0->1 id 1 start 0 size 100\n", sets) else {
+            panic!("{sets:?} accepted");
+        };
+        assert!(e.contains(key) && e.contains(kinds), "{sets:?}: {e}");
+    }
+    // The defaults of other kinds' keys are fine (`lbsim show` writes them all).
+    with_cm("", "0->1 id 1 start 0 size 100\n", &["topology.spines=8"]).unwrap();
+}

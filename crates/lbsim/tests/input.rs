@@ -444,7 +444,8 @@ fn connection_matrix_failure_lines_fail_aggregation_uplinks_or_name_the_line() {
     let (p, e) = cm_err(
         "fail-leaf.cm",
         "Failures 1\n0->13 size 4096\nfailure switch_type AGG switch_id 1 link_id 0\n",
-        &["topology.kind=leaf_spine"],
+        // k back to its default: a fat-tree's key on a leaf-spine is refused on its own.
+        &["topology.kind=leaf_spine", "topology.k=8"],
     );
     assert!(
         e.starts_with(&format!("{p}:3:")) && e.contains("fat-tree"),
@@ -478,4 +479,59 @@ fn htsim_topo_files_build_the_fabric_or_name_the_line() {
         e.contains("/nonexistent/x.topo") && e.contains("cannot read"),
         "{e}"
     );
+}
+
+/// An option that would change nothing in the chosen configuration is refused naming it, not
+/// silently ignored: telemetry settings with telemetry off, a convergence time with no
+/// failure to converge from (fabric keys of another kind: tests/fabrics.rs).
+#[test]
+fn options_that_would_do_nothing_are_refused_by_name() {
+    for (set, key, needs) in [
+        (
+            "telemetry.sample_ns=500",
+            "telemetry.sample_ns",
+            "telemetry.enabled",
+        ),
+        (
+            "telemetry.ports=\"tor_up\"",
+            "telemetry.ports",
+            "telemetry.enabled",
+        ),
+        (
+            "telemetry.flows=\"all\"",
+            "telemetry.flows",
+            "telemetry.enabled",
+        ),
+        (
+            "telemetry.events=[\"drops\"]",
+            "telemetry.events",
+            "telemetry.enabled",
+        ),
+        (
+            "telemetry.format=\"csv\"",
+            "telemetry.format",
+            "telemetry.enabled",
+        ),
+        (
+            "failure.convergence_us=10",
+            "failure.convergence_us",
+            "[[failures]]",
+        ),
+    ] {
+        let e = build_err(&[set]);
+        assert!(e.contains(key) && e.contains(needs), "{set}: {e}");
+    }
+    // With what they need, each is fine.
+    let ok = |s: &[&str]| {
+        ScenarioFile::builtin(&sets(s))
+            .and_then(|f| Scenario::build(f, &Origin::builtin()))
+            .unwrap()
+    };
+    ok(&["telemetry.enabled=true", "telemetry.sample_ns=500"]);
+    ok(&[
+        "failures.0.link=\"tor:0-agg:0\"",
+        "failures.0.at_us=0",
+        "failures.0.kind=\"down\"",
+        "failure.convergence_us=10",
+    ]);
 }

@@ -219,6 +219,12 @@ impl Scenario {
                     "failure.convergence_us",
                     "must be a non-negative number of microseconds",
                 )?;
+                check(
+                    !file.failures.is_empty(),
+                    o,
+                    "failure.convergence_us",
+                    "routing converges after a failure: with no [[failures]] it changes nothing",
+                )?;
                 Some(SimTime::from_us_f64(g))
             }
         };

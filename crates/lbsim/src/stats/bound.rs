@@ -348,7 +348,11 @@ fn link_bound(
     enum Server {
         Nic,
         Downlink,
-        Cut,
+        /// Cuts flows cross going up, then coming down: two passes keep the job list no
+        /// longer than the set.
+        Cut {
+            up: bool,
+        },
     }
     let mut best = SimTime::ZERO;
     // (server's key, release, data, tail), grouped by key with the latest releases first.
@@ -366,7 +370,13 @@ fn link_bound(
         up: (k >> 32) & 1 == 1,
         index: k as u32,
     };
-    for server in [Server::Nic, Server::Downlink, Server::Cut] {
+    let servers = [
+        Server::Nic,
+        Server::Downlink,
+        Server::Cut { up: true },
+        Server::Cut { up: false },
+    ];
+    for server in servers {
         jobs.clear();
         for &i in set {
             let f = &flows[i as usize];
@@ -381,9 +391,11 @@ fn link_bound(
             match server {
                 Server::Nic => jobs.push((f.src.0 as u64, st, data, path_tail(topo, f, s))),
                 Server::Downlink => jobs.push((f.dst.0 as u64, st, data, path_tail(topo, f, s))),
-                Server::Cut => {
+                Server::Cut { up } => {
                     for (cut, at, tail) in crossings(topo, f, s) {
-                        jobs.push((key(cut), st + at, data, tail));
+                        if cut.up == up {
+                            jobs.push((key(cut), st + at, data, tail));
+                        }
                     }
                 }
             }
@@ -397,7 +409,7 @@ fn link_bound(
                 Server::Downlink => {
                     release_bound(&scratch, |d| topo.host_rate.serialization(d.bytes))
                 }
-                Server::Cut => {
+                Server::Cut { .. } => {
                     let rate = topo.cut_rate(unkey(group[0].0));
                     release_bound(&scratch, |d| rate.serialization(d.bytes))
                 }

@@ -189,6 +189,23 @@ impl TelemetryConfig {
         let ports = self.ports(topo).map_err(|m| err("ports", m))?;
         let flows = self.flows(flows, flow_id).map_err(|m| err("flows", m))?;
         let events = self.events().map_err(|m| err("events", m))?;
+        if !self.enabled {
+            // A valid setting of telemetry that is off would change nothing: say so.
+            let d = TelemetryConfig::default();
+            let set = [
+                ("sample_ns", self.sample_ns != d.sample_ns),
+                ("ports", self.ports != d.ports),
+                ("flows", self.flows != d.flows),
+                ("events", self.events != d.events),
+                ("format", self.format != d.format),
+            ];
+            if let Some((key, _)) = set.iter().find(|(_, differs)| *differs) {
+                return Err(err(
+                    key,
+                    "is read only with telemetry.enabled = true (telemetry is off)".into(),
+                ));
+            }
+        }
         Ok(self.enabled.then_some(TelemetryPlan {
             sample: SimTime(sample_ps),
             ports,

@@ -13,6 +13,7 @@ pub const INFO: KindInfo = KindInfo {
     name: "clos",
     summary: "2- or 3-tier Clos: topology.hosts, pod_hosts, [[topology.tier]] down, up, gbps, \
               latency_ns (tapers)",
+    keys: &["hosts", "pod_hosts", "tier"],
 };
 
 /// The spec the keys give, each tier's links defaulting to `link_gbps` and `link_latency_ns`.

@@ -8,6 +8,7 @@ use crate::net::topology::{LinkParams, Topology};
 pub const INFO: KindInfo = KindInfo {
     name: "fat_tree",
     summary: "3-tier k-ary fat-tree (topology.k even): k^3/4 hosts",
+    keys: &["k"],
 };
 
 pub fn build(t: &TopologyConfig, p: LinkParams, o: &Origin) -> Result<Topology, ConfigError> {

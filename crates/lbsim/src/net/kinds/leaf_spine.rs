@@ -9,6 +9,7 @@ use crate::net::topology::{LinkParams, Topology};
 pub const INFO: KindInfo = KindInfo {
     name: "leaf_spine",
     summary: "2-tier: topology.hosts_per_leaf, leaves, spines, oversubscription",
+    keys: &["hosts_per_leaf", "leaves", "spines", "oversubscription"],
 };
 
 pub fn build(t: &TopologyConfig, p: LinkParams, o: &Origin) -> Result<Topology, ConfigError> {

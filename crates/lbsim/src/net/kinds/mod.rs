@@ -18,6 +18,8 @@ pub struct KindInfo {
     pub name: &'static str,
     /// One line for `lbsim list`.
     pub summary: &'static str,
+    /// The `[topology]` keys only this kind reads.
+    pub keys: &'static [&'static str],
 }
 
 /// Upper bounds of a fabric's hosts, ports and switch ports, from its keys alone.
@@ -82,11 +84,46 @@ impl TopologyConfig {
         }
     }
 
-    /// Checks the fabric's keys and builds it. Errors name the key.
+    /// Checks the fabric's keys and builds it. Errors name the key; a key that only another
+    /// kind reads, set to other than its default, is refused rather than ignored.
     pub fn build(&self, o: &Origin) -> Result<Topology, ConfigError> {
+        // The kind's own keys first: their errors are the more specific.
         let t = self.kind.generate(self, self.link_params(), o)?;
+        self.check_kind_keys(o)?;
         check(t.hosts >= 2, o, "topology", "needs at least two hosts")?;
         Ok(t)
+    }
+
+    fn check_kind_keys(&self, o: &Origin) -> Result<(), ConfigError> {
+        let (Ok(toml::Value::Table(mine)), Ok(toml::Value::Table(def))) = (
+            toml::Value::try_from(self),
+            toml::Value::try_from(TopologyConfig::default()),
+        ) else {
+            return Ok(());
+        };
+        let own = self.kind.info().keys;
+        for k in TopologyKind::ALL {
+            for key in k.info().keys.iter().filter(|key| !own.contains(key)) {
+                if mine.get(*key) != def.get(*key) {
+                    let readers: Vec<&str> = TopologyKind::ALL
+                        .iter()
+                        .filter(|x| x.info().keys.contains(key))
+                        .map(|x| x.info().name)
+                        .collect();
+                    return Err(ConfigError::Invalid {
+                        origin: o.name.clone(),
+                        key: format!("topology.{key}"),
+                        msg: format!(
+                            "is read only by topology.kind = {}, not {} (which reads {})",
+                            readers.join(", "),
+                            self.kind.info().name,
+                            own.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Upper bounds of hosts, ports and switch ports, before building.
