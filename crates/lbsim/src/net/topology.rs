@@ -253,6 +253,52 @@ impl Builder {
         if tiers == 0 || t.tier_names.len() < tiers {
             return Err("a fabric needs switches, and a name for each tier".into());
         }
+        // Every link's ends exist, every host link comes first (one a host), every other link
+        // belongs to a switch, and every cable runs both ways.
+        let n_sw = t.switches.len();
+        let exists = |n: NodeId| match n {
+            NodeId::Host(h) => h.0 < t.hosts,
+            NodeId::Switch(s) => s.idx() < n_sw,
+        };
+        if let Some(l) = t.links.iter().find(|l| !exists(l.from) || !exists(l.to)) {
+            return Err(format!(
+                "a link from {:?} to {:?}: no such node",
+                l.from, l.to
+            ));
+        }
+        let switch_ports: u64 = t.switches.iter().map(|s| s.ports as u64).sum();
+        if switch_ports + t.hosts as u64 != t.links.len() as u64
+            || t.links[t.hosts.min(t.links.len() as u32) as usize..]
+                .iter()
+                .any(|l| matches!(l.from, NodeId::Host(_)))
+        {
+            return Err("each host has exactly one link, before every switch's".into());
+        }
+        type End = (u8, u32);
+        let key = |n: NodeId| match n {
+            NodeId::Host(h) => (0u8, h.0),
+            NodeId::Switch(s) => (1u8, s.0),
+        };
+        // Per pair of ends (lower first): links one way less links the other.
+        let mut ends: BTreeMap<(End, End), (i64, NodeId, NodeId)> = BTreeMap::new();
+        for l in &t.links {
+            let (a, b) = (key(l.from), key(l.to));
+            let (k, dir) = if a < b { ((a, b), 1) } else { ((b, a), -1) };
+            ends.entry(k).or_insert((0, l.from, l.to)).0 += dir;
+        }
+        if let Some((_, a, b)) = ends.values().find(|e| e.0 != 0) {
+            return Err(format!(
+                "the links between {} and {} do not run both ways",
+                t.node_name(*a),
+                t.node_name(*b)
+            ));
+        }
+        if let Some(i) = t.switches.iter().position(|s| s.ports == 0) {
+            return Err(format!(
+                "{} has no links",
+                t.node_name(NodeId::Switch(SwitchId(i as u32)))
+            ));
+        }
         for h in 0..t.hosts {
             let l = t.links.get(h as usize).ok_or("fewer links than hosts")?;
             match (l.from, l.to) {
@@ -1208,6 +1254,85 @@ mod tests {
             ls.port_tiers(),
             ["host_up", "leaf_up", "spine_down", "leaf_down"]
         );
+    }
+
+    /// Two hosts under one leaf, by hand; `edit` breaks it before it is checked.
+    fn tiny(edit: impl FnOnce(&mut Builder)) -> Result<Topology, String> {
+        let p = params();
+        let mut b = Builder::new(2, p.rate, &["leaf"]);
+        let leaf = NodeId::Switch(SwitchId(0));
+        b.link(p, NodeId::Host(HostId(0)), leaf);
+        b.link(p, NodeId::Host(HostId(1)), leaf);
+        edit(&mut b);
+        b.finish()
+    }
+
+    fn with_leaf(b: &mut Builder, hosts: &[u32]) {
+        let p = params();
+        let me = NodeId::Switch(b.switch(0, 0));
+        for &h in hosts {
+            b.link(p, me, NodeId::Host(HostId(h)));
+        }
+    }
+
+    #[test]
+    fn malformed_graphs_are_refused_not_built() {
+        assert!(tiny(|b| with_leaf(b, &[0, 1])).is_ok());
+        let bad: Vec<(Result<Topology, String>, &str)> = vec![
+            // The leaf never links back to host 1.
+            (tiny(|b| with_leaf(b, &[0])), "both ways"),
+            // A link to a switch that does not exist.
+            (
+                tiny(|b| {
+                    with_leaf(b, &[0, 1]);
+                    b.link(
+                        params(),
+                        NodeId::Switch(SwitchId(0)),
+                        NodeId::Switch(SwitchId(7)),
+                    );
+                }),
+                "no such node",
+            ),
+            // A second link of host 0, after the switches began.
+            (
+                tiny(|b| {
+                    with_leaf(b, &[0, 1]);
+                    b.link(
+                        params(),
+                        NodeId::Host(HostId(0)),
+                        NodeId::Switch(SwitchId(0)),
+                    );
+                }),
+                "exactly one link",
+            ),
+            // A switch with no links.
+            (
+                tiny(|b| {
+                    with_leaf(b, &[0, 1]);
+                    b.switch(0, 1);
+                }),
+                "no links",
+            ),
+            // Host 1's link to a switch of the second tier.
+            (
+                {
+                    let p = params();
+                    let mut b = Builder::new(2, p.rate, &["leaf", "spine"]);
+                    b.link(p, NodeId::Host(HostId(0)), NodeId::Switch(SwitchId(0)));
+                    b.link(p, NodeId::Host(HostId(1)), NodeId::Switch(SwitchId(1)));
+                    let l = NodeId::Switch(b.switch(0, 0));
+                    b.link(p, l, NodeId::Host(HostId(0)));
+                    let s = NodeId::Switch(b.switch(1, 0));
+                    b.link(p, s, NodeId::Host(HostId(1)));
+                    b.finish()
+                },
+                "first-tier",
+            ),
+        ];
+        for (r, want) in bad {
+            let e = r.expect_err("refused");
+            assert!(e.contains(want), "{want}: {e}");
+        }
     }
 
     #[test]
