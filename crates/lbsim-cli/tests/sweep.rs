@@ -403,3 +403,57 @@ message_bytes = 1048576
     ok(&lbsim(&["sweep", &f, "--out", clean.to_str().unwrap()]));
     assert_eq!(figures(&out), figures(&clean));
 }
+
+/// A sweep killed (SIGKILL) at 20 moments drawn from a fixed seed, each time restarted, ends
+/// with the results.csv of an uninterrupted run: no kill, wherever it lands (mid-run, mid-write,
+/// between runs), loses or corrupts a finished run.
+#[test]
+fn a_sweep_killed_twenty_times_at_random_moments_resumes_to_the_same_results() {
+    let d = tmpdir("kill20");
+    let f = write(
+        &d,
+        "s.toml",
+        r#"
+seeds = 2
+[base.topology]
+k = 4
+[base.workload]
+kind = "all_to_all"
+message_bytes = 2097152
+[grid]
+"load_balancing.scheme" = ["host_spray", "ecmp", "ofan", "reps"]
+"#,
+    );
+    let out = d.join("o");
+    let o = out.to_str().unwrap();
+    // A fixed linear congruential stream: the same 20 moments on every run of the test.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut kills = 0;
+    for _ in 0..20 {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let after = Duration::from_millis(5 + (x >> 33) % 250);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
+            .args(["sweep", &f, "--out", o, "--jobs", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(after);
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+    }
+    assert!(
+        kills >= 10,
+        "only {kills} of 20 kills landed before the sweep ended"
+    );
+    ok(&lbsim(&["sweep", &f, "--out", o]));
+    let clean = d.join("clean");
+    ok(&lbsim(&["sweep", &f, "--out", clean.to_str().unwrap()]));
+    assert_eq!(figures(&out), figures(&clean));
+    assert_eq!(figures(&out).len(), 1 + 8);
+}
