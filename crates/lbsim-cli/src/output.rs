@@ -6,12 +6,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use lbsim::{lb, RunOutput, Scenario, Summary};
 
-/// Writes `bytes` to `path` via a temporary file and a rename, so a reader never sees half a file.
+/// Writes `bytes` to `path` via a temporary file and a rename, so a reader never sees half a file;
+/// a write that fails (a full disk) removes its temporary file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = tmp_path(path);
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    let done = std::fs::write(&tmp, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
+        .and_then(|_| {
+            std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+        });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
 }
 
 /// `dir/.name.tmp-PID`: the process id keeps two writers of one file from sharing a temporary

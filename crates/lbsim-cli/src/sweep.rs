@@ -337,10 +337,7 @@ pub fn write_or_check_manifest(dir: &Path, m: &Manifest) -> Result<()> {
     let mut json = serde_json::to_vec_pretty(m)?;
     json.push(b'\n');
     // Shards may race to create it: a per-process temporary name, identical contents.
-    let tmp = dir.join(format!(".sweep.json.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, &json).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    crate::output::write_atomic(&path, &json)
 }
 
 pub fn read_manifest(dir: &Path) -> Result<Manifest> {

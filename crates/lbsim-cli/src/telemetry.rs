@@ -28,8 +28,23 @@ enum Writer {
 /// One table being written.
 struct Table {
     path: PathBuf,
-    tmp: PathBuf,
+    tmp: Temporary,
     writer: Writer,
+}
+
+/// A temporary file that is removed unless it was renamed into place: a run that fails (a full
+/// disk) or is dropped leaves no `.name.tmp-PID` behind.
+struct Temporary {
+    path: PathBuf,
+    kept: bool,
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl Table {
@@ -38,8 +53,12 @@ impl Table {
         let tmp = tmp_path(&path);
         let file = BufWriter::with_capacity(
             1 << 16,
-            File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?,
+            File::create(&tmp).with_context(|| format!("cannot write {}", path.display()))?,
         );
+        let tmp = Temporary {
+            path: tmp,
+            kept: false,
+        };
         let writer = match format {
             TelemetryFormat::Csv => {
                 // The header goes first, so a table without rows (a run that dropped nothing)
@@ -79,29 +98,33 @@ impl Table {
             Batch,
         >,
     ) -> Result<()> {
-        match &mut self.writer {
-            Writer::Csv(w) => {
-                for r in rows {
-                    w.serialize(r)?;
+        let written: Result<()> = (|| {
+            match &mut self.writer {
+                Writer::Csv(w) => {
+                    for r in rows {
+                        w.serialize(r)?;
+                    }
                 }
+                #[cfg(feature = "parquet")]
+                Writer::Parquet(w) => w.write(&arrow(rows)?)?,
             }
-            #[cfg(feature = "parquet")]
-            Writer::Parquet(w) => w.write(&arrow(rows)?)?,
-        }
-        Ok(())
+            Ok(())
+        })();
+        written.with_context(|| format!("cannot write {}", self.path.display()))
     }
 
-    fn finish(self) -> Result<PathBuf> {
-        match self.writer {
-            Writer::Csv(mut w) => w.flush()?,
+    fn finish(mut self) -> Result<PathBuf> {
+        let path = self.path.clone();
+        let closed: Result<()> = match self.writer {
+            Writer::Csv(mut w) => w.flush().map_err(Into::into),
             #[cfg(feature = "parquet")]
-            Writer::Parquet(w) => {
-                w.close()?;
-            }
-        }
-        std::fs::rename(&self.tmp, &self.path)
-            .with_context(|| format!("cannot write {}", self.path.display()))?;
-        Ok(self.path)
+            Writer::Parquet(w) => w.close().map(|_| ()).map_err(Into::into),
+        };
+        closed.with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::rename(&self.tmp.path, &path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        self.tmp.kept = true;
+        Ok(path)
     }
 }
 
@@ -157,6 +180,7 @@ impl TableFiles {
 
     /// Closes and renames every table into place; returns their paths.
     pub fn finish(self) -> Result<Vec<PathBuf>> {
+        // On an error every table's temporary file goes with it (see `Temporary`).
         if let Some(e) = self.error {
             return Err(e.context("writing telemetry"));
         }

@@ -540,3 +540,51 @@ fn topology_summarises_tiers_taper_bisection_and_paths() {
     assert_eq!(dot.matches(" -- ").count(), 48, "{dot}");
     assert!(dot.contains("\"host:0\" -- \"tor:0\""), "{dot}");
 }
+
+/// A disk that fills mid-write, as a file-size limit makes it (SIGXFSZ ignored, so a write past
+/// the limit fails with EFBIG as it would with ENOSPC): a clear error naming the file, a
+/// non-zero exit, and nothing left behind under a final name or a temporary one, for the run's
+/// files and for telemetry streamed while it ran.
+#[cfg(unix)]
+#[test]
+fn a_full_disk_gives_a_clear_error_and_leaves_no_partial_file() {
+    let d = tmpdir("full-disk");
+    for (name, limit_kb, extra, file) in [
+        ("run", 2, "", "flows.csv"),
+        (
+            "telemetry",
+            64,
+            "--set telemetry.enabled=true --set telemetry.format=\"csv\"",
+            "ports.csv",
+        ),
+    ] {
+        let out = d.join(name);
+        let script = format!(
+            "trap '' XFSZ; ulimit -f {limit_kb}; exec \"$0\" run --quiet --set topology.k=4 \
+             --set workload.kind=all_to_all --set workload.message_bytes=65536 {extra} --out \"$1\""
+        );
+        let o = Command::new("sh")
+            .args(["-c", &script, env!("CARGO_BIN_EXE_lbsim")])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains("cannot write") && err.contains(file) && err.contains("too large"),
+            "{name}: {err}"
+        );
+        let mut left = Vec::new();
+        for dir in [out.clone(), out.join("telemetry")] {
+            if let Ok(rd) = std::fs::read_dir(&dir) {
+                for e in rd {
+                    let e = e.unwrap();
+                    if e.file_type().unwrap().is_file() {
+                        left.push(e.file_name().to_string_lossy().into_owned());
+                    }
+                }
+            }
+        }
+        assert!(left.is_empty(), "{name}: left {left:?}");
+    }
+}
