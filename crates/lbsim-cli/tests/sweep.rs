@@ -336,6 +336,16 @@ fn bad_sweeps_fail_clearly() {
     );
 }
 
+/// `lbsim sweep FILE --out DIR --jobs 1` in the background, silent, to be killed.
+fn spawn_sweep(file: &str, out: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args(["sweep", file, "--out", out, "--jobs", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn interrupted_sweep_resumes_without_redoing_or_corrupting_finished_runs() {
     let d = tmpdir("resume");
@@ -356,12 +366,7 @@ message_bytes = 1048576
     );
     let out = d.join("o");
     let o = out.to_str().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
-        .args(["sweep", &f, "--out", o, "--jobs", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_sweep(&f, o);
     let first = out.join("points/p0000/seed-1/summary.json");
     let t0 = Instant::now();
     while !first.exists() && t0.elapsed() < Duration::from_secs(120) {
@@ -434,12 +439,7 @@ message_bytes = 2097152
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
         let after = Duration::from_millis(5 + (x >> 33) % 250);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
-            .args(["sweep", &f, "--out", o, "--jobs", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_sweep(&f, o);
         std::thread::sleep(after);
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();

@@ -66,11 +66,16 @@ pub fn check(ok: bool, origin: &Origin, key: &str, msg: &str) -> Result<(), Conf
     if ok {
         Ok(())
     } else {
-        Err(ConfigError::Invalid {
-            origin: origin.name.clone(),
-            key: key.into(),
-            msg: msg.into(),
-        })
+        Err(invalid(origin, key, msg))
+    }
+}
+
+/// The error for `key` of the file `origin` names.
+pub fn invalid(origin: &Origin, key: impl Into<String>, msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        origin: origin.name.clone(),
+        key: key.into(),
+        msg: msg.into(),
     }
 }
 

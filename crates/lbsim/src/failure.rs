@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, Origin};
-use crate::ids::{NodeId, PortId, SwitchId};
+use crate::config::{invalid, ConfigError, Origin};
+use crate::ids::{HostId, NodeId, PortId, SwitchId};
 pub use crate::net::fault::{Fault, GilbertElliott};
-use crate::net::{Cut, Route, Topology};
+use crate::net::{Cut, GroupMap, Route, Topology};
 use crate::rng::{rng_for, Stream};
 use crate::time::SimTime;
 
@@ -110,14 +110,6 @@ pub struct LinkFailure {
     pub effect: Effect,
     pub at: SimTime,
     pub recover: Option<SimTime>,
-}
-
-fn invalid(origin: &Origin, key: String, msg: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        origin: origin.name.clone(),
-        key,
-        msg: msg.into(),
-    }
 }
 
 fn prob(v: Option<f64>, key: String, origin: &Origin, kind: &str) -> Result<f64, ConfigError> {
@@ -291,22 +283,37 @@ pub fn capacity_units(effect: Option<Effect>) -> u32 {
     }
 }
 
-/// Converged next-hop weights: for each (switch, destination ToR) whose group is not uniform, the
-/// weight of each port of the group (the capacity of the paths through it). Absent = uniform.
-#[derive(Clone, Debug, Default)]
+/// Converged next-hop weights: for each (switch, destination leaf group) whose group is not
+/// uniform, the weight of each port of the group (the capacity of the paths through it).
+/// Absent = uniform.
+#[derive(Clone, Debug)]
 pub struct Weights {
-    /// Indexed by switch; inner map keyed by destination ToR (leaf).
+    /// Indexed by switch; inner map keyed by destination leaf group.
     pub by_switch: Vec<BTreeMap<u32, Box<[u32]>>>,
     pub any: bool,
+    /// Each destination's leaf group (the fabric's), looked up only when there are weights.
+    leaf_groups: GroupMap,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            by_switch: Vec::new(),
+            any: false,
+            leaf_groups: GroupMap::Div(1),
+        }
+    }
 }
 
 impl Weights {
+    /// The weights of switch `s`'s group toward host `dst` (None: all equal).
     #[inline]
-    pub fn get(&self, s: SwitchId, dst_tor: u32) -> Option<&[u32]> {
+    pub fn get(&self, s: SwitchId, dst: HostId) -> Option<&[u32]> {
         if !self.any {
             return None;
         }
-        self.by_switch[s.idx()].get(&dst_tor).map(|b| &**b)
+        let leaf = self.leaf_groups.of(dst);
+        self.by_switch[s.idx()].get(&leaf).map(|b| &**b)
     }
 
     /// Recomputes every group's weights from per-port capacities `cap` (hundredths), per
@@ -339,9 +346,9 @@ impl Weights {
                     value[s] = u32::MAX;
                     continue;
                 }
-                let (first, n) = match topo.route(sw, dst) {
-                    Route::Port(p) => (p, 1),
-                    Route::Group { first, n } => (first, n),
+                let (first, n, grouped) = match topo.route(sw, dst) {
+                    Route::Port(p) => (p, 1, false),
+                    Route::Group { first, n } => (first, n, true),
                 };
                 w.clear();
                 w.extend((first.0..first.0 + n).map(|p| {
@@ -352,14 +359,17 @@ impl Weights {
                     cap[p as usize].min(next)
                 }));
                 value[s] = w.iter().sum::<u32>() / n.max(1);
-                let grouped = matches!(topo.route(sw, dst), Route::Group { .. });
                 if grouped && (w.iter().any(|&x| x != w[0]) || w[0] == 0) {
                     by_switch[s].insert(t as u32, w.clone().into_boxed_slice());
                     any = true;
                 }
             }
         }
-        Weights { by_switch, any }
+        Weights {
+            by_switch,
+            any,
+            leaf_groups: topo.groups(0).0.clone(),
+        }
     }
 }
 
@@ -385,7 +395,7 @@ pub fn flow_shares(
     }
     // Live capacity of each cut, in links.
     let port_cap = |p: PortId| cap[p.idx()] as f64 / FULL_CAPACITY as f64;
-    let capacity = |c: Cut| -> f64 { topo.cut_ports(c).into_iter().map(port_cap).sum() };
+    let capacity = |c: Cut| -> f64 { topo.cut_ports(c).map(port_cap).sum() };
     flows
         .iter()
         .enumerate()
@@ -498,13 +508,19 @@ mod tests {
         assert_eq!(t.link_name(PortId(p as u32)), "agg:0-core:1");
         cap[p] = 0;
         let w = Weights::compute(&t, &cap);
-        assert_eq!(w.get(SwitchId(agg0 as u32), 7), Some(&[100, 0][..]));
-        assert_eq!(w.get(SwitchId(0), 7), Some(&[50, 100][..]));
+        assert_eq!(
+            w.get(SwitchId(agg0 as u32), HostId(14)),
+            Some(&[100, 0][..])
+        );
+        assert_eq!(w.get(SwitchId(0), HostId(14)), Some(&[50, 100][..]));
         // Within pod 0 nothing changes.
-        assert_eq!(w.get(SwitchId(0), 1), None);
+        assert_eq!(w.get(SwitchId(0), HostId(2)), None);
         cap[p] = 10;
         let w = Weights::compute(&t, &cap);
-        assert_eq!(w.get(SwitchId(agg0 as u32), 7), Some(&[100, 10][..]));
+        assert_eq!(
+            w.get(SwitchId(agg0 as u32), HostId(14)),
+            Some(&[100, 10][..])
+        );
     }
 
     #[test]

@@ -91,69 +91,134 @@ pub struct ClosSpec {
     pub tiers: Vec<TierSpec>,
 }
 
+/// The description a [`CountError`] blames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blame {
+    Hosts,
+    PodHosts,
+    /// The number of tiers.
+    Tiers,
+    /// A tier's down or up radix.
+    Down(usize),
+    Up(usize),
+}
+
+/// Why a [`ClosSpec`]'s radices do not add up, and which of them to blame (an import names
+/// the line that gave it, a scenario the key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountError {
+    pub blame: Blame,
+    pub msg: String,
+}
+
 /// The switch counts a [`ClosSpec`] implies: per tier, (switches, parallel links to each
 /// switch above it), and pods.
-pub fn counts(s: &ClosSpec) -> Result<(Vec<(u32, u32)>, u32), String> {
-    let div = |a: u64, b: u64, what: &str| -> Result<u32, String> {
+pub fn counts(s: &ClosSpec) -> Result<(Vec<(u32, u32)>, u32), CountError> {
+    fn fail<T>(blame: Blame, msg: String) -> Result<T, CountError> {
+        Err(CountError { blame, msg })
+    }
+    let div = |a: u64, b: u64, blame: Blame, what: &str| -> Result<u32, CountError> {
         if b == 0 || !a.is_multiple_of(b) || a / b == 0 || a / b > u32::MAX as u64 {
-            Err(format!("{what}: {a} does not divide into {b}s"))
+            fail(blame, format!("{what}: {a} does not divide into {b}s"))
         } else {
             Ok((a / b) as u32)
         }
     };
     let t = &s.tiers;
     if !(2..=3).contains(&t.len()) {
-        return Err(format!("{} tiers: a Clos has 2 or 3", t.len()));
+        return fail(
+            Blame::Tiers,
+            format!("{} tiers: a Clos has 2 or 3", t.len()),
+        );
     }
     if let Some(i) = t.iter().position(|x| x.down == 0) {
-        return Err(format!("tier {i}: down must be at least 1"));
+        return fail(Blame::Down(i), format!("tier {i}: down must be at least 1"));
     }
     if let Some(i) = t[..t.len() - 1].iter().position(|x| x.up == 0) {
-        return Err(format!(
-            "tier {i}: up must be at least 1 below the top tier"
-        ));
+        return fail(
+            Blame::Up(i),
+            format!("tier {i}: up must be at least 1 below the top tier"),
+        );
     }
-    if t[t.len() - 1].up != 0 {
-        return Err("the top tier has no uplinks (up = 0)".into());
+    let top = t.len() - 1;
+    if t[top].up != 0 {
+        return fail(
+            Blame::Up(top),
+            "the top tier has no uplinks (up = 0)".into(),
+        );
     }
     let (h, d, u) = (
         s.hosts as u64,
         |i: usize| t[i].down as u64,
         |i: usize| t[i].up as u64,
     );
-    let leaves = div(h, d(0), "hosts over tier 0's down ports")?;
+    let leaves = div(h, d(0), Blame::Down(0), "hosts over tier 0's down ports")?;
     if t.len() == 2 {
         // Each spine reaches every leaf, b links each.
-        let b = div(d(1), leaves as u64, "tier 1's down ports over the leaves")?;
-        let spines = div(u(0), b as u64, "tier 0's up ports over the parallel links")?;
+        let b = div(
+            d(1),
+            leaves as u64,
+            Blame::Down(1),
+            "tier 1's down ports over the leaves",
+        )?;
+        let spines = div(
+            u(0),
+            b as u64,
+            Blame::Up(0),
+            "tier 0's up ports over the parallel links",
+        )?;
         return Ok((vec![(leaves, b), (spines, 0)], 1));
     }
-    let pod = s.pod_hosts.ok_or("a 3-tier Clos needs pod_hosts")? as u64;
-    let pods = div(h, pod, "hosts over pod_hosts")?;
-    let lp = div(pod, d(0), "pod_hosts over tier 0's down ports")?;
-    let b1 = div(d(1), lp as u64, "tier 1's down ports over a pod's ToRs")?;
+    let Some(pod) = s.pod_hosts else {
+        return fail(Blame::PodHosts, "a 3-tier Clos needs pod_hosts".into());
+    };
+    let pod = pod as u64;
+    let pods = div(h, pod, Blame::PodHosts, "hosts over pod_hosts")?;
+    let lp = div(
+        pod,
+        d(0),
+        Blame::Down(0),
+        "pod_hosts over tier 0's down ports",
+    )?;
+    let b1 = div(
+        d(1),
+        lp as u64,
+        Blame::Down(1),
+        "tier 1's down ports over a pod's ToRs",
+    )?;
     let aggs = div(
         u(0),
         b1 as u64,
+        Blame::Up(0),
         "tier 0's up ports over the parallel links to each agg",
     )?;
     let cores = div(
         pods as u64 * aggs as u64 * u(1),
         d(2),
+        Blame::Down(2),
         "aggregation uplinks over tier 2's down ports",
     )?;
     let group = div(
         cores as u64,
         aggs as u64,
+        Blame::Down(2),
         "cores over aggregation positions",
     )?;
-    let b2 = div(u(1), group as u64, "tier 1's up ports over its core group")?;
+    let b2 = div(
+        u(1),
+        group as u64,
+        Blame::Up(1),
+        "tier 1's up ports over its core group",
+    )?;
     if pods as u64 * b2 as u64 != d(2) {
-        return Err(format!(
-            "tier 2's down ports {}: a core links to one aggregation switch per pod ({pods}) \
-             with {b2} links each",
-            d(2)
-        ));
+        return fail(
+            Blame::Down(2),
+            format!(
+                "tier 2's down ports {}: a core links to one aggregation switch per pod \
+                 ({pods}) with {b2} links each",
+                d(2)
+            ),
+        );
     }
     Ok((vec![(leaves, b1), (pods * aggs, b2), (cores, 0)], pods))
 }
@@ -165,7 +230,7 @@ pub fn clos(
     names: &[&'static str],
     label: String,
 ) -> Result<Topology, String> {
-    let (n, pods) = counts(s)?;
+    let (n, pods) = counts(s).map_err(|e| e.msg)?;
     let total: u64 = n.iter().map(|x| x.0 as u64).sum();
     if total >= 1 << 24 || s.hosts >= 1 << 24 {
         return Err(format!("{total} switches and {} hosts: too large", s.hosts));

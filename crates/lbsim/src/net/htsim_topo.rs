@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::clos::{counts, Blame, ClosSpec, TierSpec};
 use super::config::{TierConfig, TopologyConfig, TopologyKind};
 use crate::config::ConfigError;
 
@@ -188,92 +189,57 @@ pub fn apply(text: &str, name: &str, t: &mut TopologyConfig) -> Result<(), Confi
         };
         r.push((down, up, speed));
     }
-    // The counts, as htsim derives them, each failure named by the line it follows from.
-    let divide = |a: u64, b: u64, ln: usize, what: &str| -> Result<u64, ConfigError> {
-        if b == 0 || !a.is_multiple_of(b) || a / b == 0 || a / b >= 1 << 24 {
-            Err(err(ln, format!("{what}: {a} does not divide into {b}s")))
-        } else {
-            Ok(a / b)
-        }
-    };
+    // The counts, as htsim derives them (the Clos generator's own derivation), each failure
+    // named by the line of the value it blames.
     let (rd0, ru0, speed0) = r[0];
-    let leaves = divide(
-        nodes,
-        rd0,
-        line(0, "radix_down"),
-        "nodes over tier 0's Radix_Down",
-    )?;
-    let mut bundles = vec![1u64; n];
-    let mut pods = 1;
-    if n == 2 {
-        let b = divide(
-            r[1].0,
-            leaves,
-            line(1, "radix_down"),
-            "a spine's Radix_Down over the leaves",
-        )?;
-        divide(
-            ru0,
-            b,
-            line(0, "radix_up"),
-            "a leaf's Radix_Up over the links to each spine",
-        )?;
-        bundles[1] = b;
-    } else {
-        let (pod_hosts, pl) = head
+    let pod_hosts = if n == 3 {
+        let (p, _) = head
             .get("podsize")
             .copied()
             .ok_or_else(|| err(0, "missing the `Podsize` header line".into()))?;
-        pods = divide(nodes, pod_hosts, pl, "Nodes over Podsize")?;
-        let lp = divide(
-            pod_hosts,
-            rd0,
-            line(0, "radix_down"),
-            "Podsize over tier 0's Radix_Down",
-        )?;
-        let b1 = divide(
-            r[1].0,
-            lp,
-            line(1, "radix_down"),
-            "tier 1's Radix_Down over a pod's ToRs",
-        )?;
-        let aggs = divide(
-            ru0,
-            b1,
-            line(0, "radix_up"),
-            "tier 0's Radix_Up over the links to each agg",
-        )?;
-        let cores = divide(
-            pods * aggs * r[1].1,
-            r[2].0,
-            line(2, "radix_down"),
-            "aggregation uplinks over tier 2's Radix_Down",
-        )?;
-        let group = divide(
-            cores,
-            aggs,
-            line(2, "radix_down"),
-            "cores over a pod's aggs",
-        )?;
-        let b2 = divide(
-            r[1].1,
-            group,
-            line(1, "radix_up"),
-            "tier 1's Radix_Up over its cores",
-        )?;
-        if pods * b2 != r[2].0 {
-            return Err(err(
-                line(2, "radix_down"),
-                format!(
-                    "tier 2's Radix_Down {}: a core links to one agg in each of {pods} pods, \
-                     {b2} links each",
-                    r[2].0
-                ),
-            ));
-        }
-        bundles[1] = b1;
-        bundles[2] = b2;
-    }
+        Some(p)
+    } else {
+        None
+    };
+    let small = |v: u64, ln: usize| {
+        u32::try_from(v)
+            .ok()
+            .filter(|&v| v < 1 << 24)
+            .ok_or_else(|| err(ln, format!("{v} is too large")))
+    };
+    let link = super::topology::LinkParams {
+        rate: crate::time::BitsPerSec(1),
+        latency: crate::time::SimTime::ZERO,
+        switch_latency: crate::time::SimTime::ZERO,
+    };
+    let spec = ClosSpec {
+        hosts: small(nodes, head["nodes"].1)?,
+        pod_hosts: pod_hosts.map(|p| small(p, head["podsize"].1)).transpose()?,
+        tiers: (0..n)
+            .map(|i| {
+                Ok(TierSpec {
+                    down: small(r[i].0, line(i, "radix_down"))?,
+                    up: small(r[i].1, line(i, "radix_up"))?,
+                    link,
+                })
+            })
+            .collect::<Result<_, ConfigError>>()?,
+    };
+    let (counted, pods) = counts(&spec).map_err(|e| {
+        let ln = match e.blame {
+            Blame::Hosts => head["nodes"].1,
+            Blame::PodHosts => head.get("podsize").map_or(0, |p| p.1),
+            Blame::Tiers => head["tiers"].1,
+            Blame::Down(i) => line(i, "radix_down"),
+            Blame::Up(i) => line(i, "radix_up"),
+        };
+        err(ln, e.msg)
+    })?;
+    let leaves = counted[0].0 as u64;
+    // The cables between a switch of tier t - 1 and one of tier t.
+    let bundles: Vec<u64> = std::iter::once(1)
+        .chain(counted[..n - 1].iter().map(|c| c.1 as u64))
+        .collect();
     for (tier, &b) in bundles.iter().enumerate() {
         if let Some((given, ln)) = get(tier, "bundle").filter(|g| g.0 != b) {
             return Err(err(
@@ -330,7 +296,7 @@ pub fn apply(text: &str, name: &str, t: &mut TopologyConfig) -> Result<(), Confi
     } else {
         t.kind = TopologyKind::Clos;
         t.hosts = Some(nodes as u32);
-        t.pod_hosts = (n == 3).then(|| (nodes / pods) as u32);
+        t.pod_hosts = (n == 3).then(|| (nodes / pods as u64) as u32);
         t.tier = (0..n)
             .map(|i| TierConfig {
                 down: r[i].0 as u32,

@@ -782,18 +782,16 @@ impl Topology {
     }
 
     /// The ports of a cut, in port order.
-    pub fn cut_ports(&self, c: Cut) -> Vec<PortId> {
-        match c.tier {
-            None if c.up => vec![self.host_uplink(HostId(c.index))],
-            None => vec![self.host_downlink(HostId(c.index))],
+    pub fn cut_ports(&self, c: Cut) -> impl Iterator<Item = PortId> + '_ {
+        let (one, many): (Option<PortId>, &[u32]) = match c.tier {
+            None if c.up => (Some(self.host_uplink(HostId(c.index))), &[]),
+            None => (Some(self.host_downlink(HostId(c.index))), &[]),
             Some(t) => {
                 let (a, b) = self.cut_index[2 * t as usize + !c.up as usize][c.index as usize];
-                self.cut_ports[a as usize..b as usize]
-                    .iter()
-                    .map(|&p| PortId(p))
-                    .collect()
+                (None, &self.cut_ports[a as usize..b as usize])
             }
-        }
+        };
+        one.into_iter().chain(many.iter().map(|&p| PortId(p)))
     }
 
     /// The summed rate of a cut's links (at least 1 b/s).
@@ -1243,9 +1241,9 @@ mod tests {
         // Host 0 to host 15: its link, host 15's link, ToR 0 up, ToR 7 down, pod 0 up, pod 3 down.
         let cuts: Vec<Cut> = t.cuts(HostId(0), HostId(15)).collect();
         assert_eq!(cuts.len(), 6);
-        assert_eq!(t.cut_ports(cuts[2]).len(), 2);
+        assert_eq!(t.cut_ports(cuts[2]).count(), 2);
         // Pod 3's down cut: one port from each of the 4 cores.
-        let down = t.cut_ports(cuts[5]);
+        let down: Vec<PortId> = t.cut_ports(cuts[5]).collect();
         assert_eq!(down.len(), 4);
         assert!(down.iter().all(|&p| t.link_name(p).starts_with("core:")));
         assert_eq!(t.cuts(HostId(0), HostId(1)).count(), 2);

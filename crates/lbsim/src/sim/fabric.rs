@@ -7,7 +7,7 @@ use super::{Cx, Event};
 use crate::failure::Weights;
 use crate::ids::{HostId, NodeId, PortId, SwitchId};
 use crate::lb::{PacketView, SwitchCtx, SwitchLb};
-use crate::net::{GroupMap, PacketKind, Port, Route, Slots, Topology};
+use crate::net::{PacketKind, Port, Route, Slots, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::telemetry::EventKind;
@@ -53,8 +53,6 @@ pub(super) struct Fabric {
     red_salt: u64,
     /// The switch policy reads queue lengths.
     sync_groups: bool,
-    /// Destination host -> its leaf group, the key of converged routing's weights.
-    leaf_groups: GroupMap,
     /// Converged routing's weights, and how many times routing converged.
     weights: Weights,
     routing_epoch: u32,
@@ -173,7 +171,6 @@ impl Fabric {
                 }
             })
             .collect();
-        let leaf_groups = topo.groups(0).0.clone();
         Fabric {
             ports,
             slots: Slots::new(),
@@ -189,7 +186,6 @@ impl Fabric {
             red: st.red,
             red_salt: crate::rng::derive_seed(st.seed, Stream::Salt, u64::MAX),
             sync_groups: sc.scheme.reads_queues,
-            leaf_groups,
             weights: Weights::default(),
             routing_epoch: 0,
             obs: None,
@@ -547,10 +543,7 @@ impl Fabric {
                 Route::Port(p) => p,
                 Route::Group { first, n } => {
                     let is_ack = !packet.kind.is_forward();
-                    let weights = match self.weights.any {
-                        false => None,
-                        true => self.weights.get(s, self.leaf_groups.of(packet.dst)),
-                    };
+                    let weights = self.weights.get(s, packet.dst);
                     if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
                         // Converged routing knows no path to the destination from here.
                         cx.counters.unroutable += 1;

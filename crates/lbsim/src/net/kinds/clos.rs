@@ -3,8 +3,8 @@
 //! tier's uplinks carry less than its downlinks. htsim's `.topo` files import as this.
 
 use super::{rate, KindInfo, Size};
-use crate::config::{check, finite_nonneg, ConfigError, Origin};
-use crate::net::clos::{clos, ClosSpec, TierSpec};
+use crate::config::{check, finite_nonneg, invalid, ConfigError, Origin};
+use crate::net::clos::{clos, counts, Blame, ClosSpec, TierSpec};
 use crate::net::config::TopologyConfig;
 use crate::net::topology::{LinkParams, Topology};
 use crate::time::SimTime;
@@ -86,14 +86,6 @@ fn spec(t: &TopologyConfig, p: LinkParams, o: &Origin) -> Result<ClosSpec, Confi
     })
 }
 
-fn invalid(o: &Origin, key: &str, msg: &str) -> ConfigError {
-    ConfigError::Invalid {
-        origin: o.name.clone(),
-        key: key.into(),
-        msg: msg.into(),
-    }
-}
-
 pub fn build(t: &TopologyConfig, p: LinkParams, o: &Origin) -> Result<Topology, ConfigError> {
     let s = spec(t, p, o)?;
     let names: &[&'static str] = if s.tiers.len() == 2 {
@@ -101,13 +93,24 @@ pub fn build(t: &TopologyConfig, p: LinkParams, o: &Origin) -> Result<Topology, 
     } else {
         &["tor", "agg", "core"]
     };
+    // The radices first, each error on the key to blame; then the graph's own checks.
+    if let Err(e) = counts(&s) {
+        let key = match e.blame {
+            Blame::Hosts => "topology.hosts".to_string(),
+            Blame::PodHosts => "topology.pod_hosts".to_string(),
+            Blame::Tiers => "topology.tier".to_string(),
+            Blame::Down(i) => format!("topology.tier[{i}].down"),
+            Blame::Up(i) => format!("topology.tier[{i}].up"),
+        };
+        return Err(invalid(o, key, e.msg));
+    }
     let label = format!("clos {} tiers, {} hosts", s.tiers.len(), s.hosts);
-    clos(&s, p.switch_latency, names, label).map_err(|msg| invalid(o, "topology.tier", &msg))
+    clos(&s, p.switch_latency, names, label).map_err(|msg| invalid(o, "topology.tier", msg))
 }
 
 pub fn size(t: &TopologyConfig) -> Option<Size> {
     let s = spec(t, t.link_params(), &Origin::builtin()).ok()?;
-    let (n, _) = crate::net::clos::counts(&s).ok()?;
+    let (n, _) = counts(&s).ok()?;
     let hosts = s.hosts as u128;
     // Every switch port drives one link; hosts one each.
     let switch_ports: u128 = n

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::TopologyConfig;
 use super::topology::{LinkParams, Topology};
-use crate::config::{check, ConfigError, Origin, MIN_GBPS};
+use crate::config::{check, invalid, ConfigError, Origin, MIN_GBPS};
 use crate::time::{BitsPerSec, SimTime};
 
 pub mod clos;
@@ -110,16 +110,16 @@ impl TopologyConfig {
                         .filter(|x| x.info().keys.contains(key))
                         .map(|x| x.info().name)
                         .collect();
-                    return Err(ConfigError::Invalid {
-                        origin: o.name.clone(),
-                        key: format!("topology.{key}"),
-                        msg: format!(
+                    return Err(invalid(
+                        o,
+                        format!("topology.{key}"),
+                        format!(
                             "is read only by topology.kind = {}, not {} (which reads {})",
                             readers.join(", "),
                             self.kind.info().name,
                             own.join(", ")
                         ),
-                    });
+                    ));
                 }
             }
         }
