@@ -251,6 +251,23 @@ pub fn topology(sc: &Scenario, links: bool) -> String {
          that row's",
         tb(t.bisection_bps())
     );
+    if !t.single_homed() {
+        let (up, scale) = t.host_port_counts();
+        let _ = writeln!(
+            o,
+            "hosts: {} uplinks each (a next-hop group, chosen by the scheme's entropy), {} \
+             scale-up links",
+            range(up),
+            range(scale)
+        );
+    }
+    if let Some((domains, switches)) = t.scale_up_summary() {
+        let _ = writeln!(
+            o,
+            "scale-up: {domains} domains, {switches} switches; traffic between hosts of one \
+             domain crosses it, not the network"
+        );
+    }
     if links {
         for i in 0..t.links.len() {
             let l = &t.links[i];
@@ -516,7 +533,8 @@ pub fn show(file: &lbsim::ScenarioFile) -> String {
     text
 }
 
-/// Rewrites the scenario's paths (`topology.htsim_topo`, the workload's and each job's `path`)
+/// Rewrites the scenario's paths (`topology.htsim_topo` and `simai_topo`, the workload's and
+/// each job's `path`)
 /// for `show`'s output: resolved as the run reads them (against the scenario file's directory,
 /// `origin`), then made relative to `base`, the directory the output is written to, or absolute
 /// when there is none (standard output, which may be saved anywhere).
@@ -552,6 +570,9 @@ pub fn show_paths(
         Ok(())
     };
     if let Some(p) = &mut file.topology.htsim_topo {
+        rewrite(p)?;
+    }
+    if let Some(p) = &mut file.topology.simai_topo {
         rewrite(p)?;
     }
     for w in std::iter::once(&mut file.workload).chain(file.jobs.iter_mut()) {

@@ -1,7 +1,8 @@
 //! The lower bound holds on every run: random small scenarios (topology, workload including
 //! connection matrices with flows both ways and trigger chains, collectives started late and
 //! repeated, two jobs sharing the fabric, oversubscribed leaf-spines, random 2- and 3-tier Clos
-//! (tapers, parallel cables, per-tier rates and latencies), sizes, ACK sizes, paced
+//! (tapers, parallel cables, per-tier rates and latencies), imported SimAI graphs (GPUs on
+//! NVSwitches, rail-optimized or not, dual-ToR, two planes), sizes, ACK sizes, paced
 //! hosts, every scheme, loss recovery and congestion control) never finish before their bound, nor does any collective before its
 //! own; they conserve packets and deliver every byte exactly once; and each gives the same
 //! flows and counters when it is cut into two or three partitions.
@@ -28,6 +29,22 @@ enum Topo {
         pod_hosts: Option<u32>,
         tiers: Vec<(u32, u32, u32, u32)>,
     },
+    /// A SimAI topology file as its generator shapes them: servers of `gps` GPUs with `nv`
+    /// NVSwitches each (NVLink at `nvlink` x the NIC rate), rail-optimized leaves (one per
+    /// GPU position) or one leaf per server, each doubled when `dual` (dual-ToR), the doubles
+    /// on their own spines when `planes`; `spines` spines (per plane) at (rate in tenths of
+    /// the NIC's, latency in ns).
+    Simai {
+        servers: u32,
+        gps: u32,
+        nv: u32,
+        rail: bool,
+        dual: bool,
+        planes: bool,
+        spines: u32,
+        nvlink: u32,
+        spine: (u32, u32),
+    },
 }
 
 impl Topo {
@@ -36,8 +53,100 @@ impl Topo {
             Topo::FatTree(k) => k * k * k / 4,
             Topo::LeafSpine { leaves, hosts, .. } => leaves * hosts,
             Topo::Clos { hosts, .. } => hosts,
+            Topo::Simai { servers, gps, .. } => servers * gps,
         }
     }
+}
+
+/// The SimAI file of `t` (a `Topo::Simai`), NIC links at `gbps` and `ns`.
+fn simai_text(t: &Topo, gbps: u32, ns: u32) -> String {
+    let Topo::Simai {
+        servers,
+        gps,
+        nv,
+        rail,
+        dual,
+        planes,
+        spines,
+        nvlink,
+        spine: (sg, sl),
+    } = *t
+    else {
+        unreachable!("a SimAI topology")
+    };
+    let gpus = servers * gps;
+    let nvs = servers * nv;
+    let per_plane = if rail { gps } else { servers };
+    let sides = if dual { 2 } else { 1 };
+    let leaves = per_plane * sides;
+    let spine_sets = if dual && planes { 2 } else { 1 };
+    let switches = leaves + spines * spine_sets;
+    let (nv0, leaf0) = (gpus, gpus + nvs);
+    let spine0 = leaf0 + leaves;
+    let mut links = Vec::new();
+    for g in 0..gpus {
+        let (server, pos) = (g / gps, g % gps);
+        for j in 0..nv {
+            links.push(format!(
+                "{g} {} {}Gbps {}ns 0",
+                nv0 + server * nv + j,
+                gbps * nvlink,
+                ns / 20
+            ));
+        }
+        let leaf = if rail { pos } else { server };
+        for side in 0..sides {
+            links.push(format!(
+                "{g} {} {gbps}Gbps {}us 0",
+                leaf0 + side * per_plane + leaf,
+                ns as f64 / 1000.0
+            ));
+        }
+    }
+    for l in 0..leaves {
+        let set = if spine_sets == 2 { l / per_plane } else { 0 };
+        for k in 0..spines {
+            links.push(format!(
+                "{} {} {}Gbps {}ns 0",
+                leaf0 + l,
+                spine0 + set * spines + k,
+                (gbps as f64 * sg as f64 / 10.0),
+                sl
+            ));
+        }
+    }
+    let ids: Vec<String> = (gpus..gpus + nvs + switches)
+        .map(|i| i.to_string())
+        .collect();
+    format!(
+        "{} {gps} {nvs} {switches} {} H100\n{} \n{}\n",
+        gpus + nvs + switches,
+        links.len(),
+        ids.join(" "),
+        links.join("\n")
+    )
+}
+
+/// Random SimAI graphs: every shape its generator writes, at small sizes.
+fn simai() -> impl Strategy<Value = Topo> {
+    (
+        (1u32..4, 1u32..4, 0u32..3),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        (1u32..3, prop_oneof![Just(4u32), Just(16)], tier_link()),
+    )
+        .prop_map(
+            |((servers, gps, nv), (rail, dual, planes), (spines, nvlink, spine))| Topo::Simai {
+                servers: servers.max(if gps == 1 { 2 } else { 1 }),
+                gps,
+                nv,
+                rail,
+                dual,
+                planes,
+                spines,
+                nvlink,
+                spine,
+            },
+        )
 }
 
 #[derive(Clone, Debug)]
@@ -130,6 +239,7 @@ fn clos() -> impl Strategy<Value = Topo> {
 fn topo() -> impl Strategy<Value = Topo> {
     prop_oneof![
         1 => clos(),
+        1 => simai(),
         1 => prop_oneof![Just(2u32), Just(4)].prop_map(Topo::FatTree),
         1 => (1u32..4, 1u32..5, 1u32..3, prop_oneof![Just(1u32), Just(4)]).prop_map(
             |(leaves, hosts, spines, oversubscription)| Topo::LeafSpine {
@@ -258,6 +368,12 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
                 .collect();
             s.push(format!("topology.tier=[{}]", t.join(",")));
         }
+        // The file gives every link (written by `check`).
+        Topo::Simai { .. } => s.retain(|k| {
+            !["link_gbps", "link_latency_ns", "switch_latency_ns"]
+                .iter()
+                .any(|key| k.starts_with(&format!("topology.{key}=")))
+        }),
     }
     let n = c.topo.hosts();
     let w = WORKLOADS[c.workload];
@@ -380,6 +496,11 @@ type Seen = (bool, bool, bool, bool);
 
 fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError> {
     let (mut s, cm) = sets(c);
+    if let Topo::Simai { .. } = c.topo {
+        let path = dir.join(format!("{i}.simai"));
+        std::fs::write(&path, simai_text(&c.topo, c.gbps, c.latency_ns)).unwrap();
+        s.push(format!("topology.simai_topo=\"{}\"", path.display()));
+    }
     if let Some(text) = &cm {
         let path = dir.join(format!("{i}.cm"));
         std::fs::write(&path, text).unwrap();

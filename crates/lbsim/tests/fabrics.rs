@@ -464,3 +464,117 @@ fn a_key_of_another_fabric_kind_is_refused_not_ignored() {
     // The defaults of other kinds' keys are fine (`lbsim show` writes them all).
     with_cm("", "0->1 id 1 start 0 size 100\n", &["topology.spines=8"]).unwrap();
 }
+
+/// A scenario on the SimAI topology file `topo` whose workload is the connection matrix `cm`.
+fn on_simai(topo: &str, cm: &str, sets: &[&str]) -> Result<Scenario, String> {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = TempDir::new("simai-runs", &n.to_string());
+    let path = dir.join("fabric.txt");
+    std::fs::write(&path, topo).unwrap();
+    let mut all = vec![format!("topology.simai_topo=\"{}\"", path.display())];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    with_cm("", cm, &all)
+}
+
+/// Two servers of two GPUs, rail-optimized: GPUs 0 and 2 on rail leaf 6, GPUs 1 and 3 on rail
+/// leaf 7, one spine (8); each server's GPUs joined by its NVSwitch (4, 5) at 1.6 Tb/s and
+/// 25 ns; network links 100 Gb/s and 1 us.
+const RAIL_2X2: &str = "9 2 2 3 10 H100\n4 5 6 7 8 \n\
+    0 4 1600Gbps 0.000025ms 0\n0 6 100Gbps 0.001ms 0\n\
+    1 4 1600Gbps 0.000025ms 0\n1 7 100Gbps 0.001ms 0\n\
+    2 5 1600Gbps 0.000025ms 0\n2 6 100Gbps 0.001ms 0\n\
+    3 5 1600Gbps 0.000025ms 0\n3 7 100Gbps 0.001ms 0\n\
+    6 8 100Gbps 0.001ms 0\n7 8 100Gbps 0.001ms 0\n";
+
+#[test]
+fn an_imported_simai_fabric_carries_each_path_class_at_its_exact_time() {
+    // 16 packets of 4,158 B: 332,640 ps on a 100G link, 20,790 ps on a 1.6T NVLink. Alone,
+    // a flow's last byte arrives after its first packet's crossing (each link's serialization
+    // and latency) and 15 more serializations on its slowest link.
+    let (nic, nv) = (332_640u64, 20_790u64);
+    let cases = [
+        // Same server: over the NVSwitch.
+        ("0->1", 2 * (nv + 25_000) + 15 * nv),
+        // Same rail, another server: up to the rail leaf and down.
+        ("2->0", 2 * (nic + 1_000_000) + 15 * nic),
+        // Another rail and server: leaf, spine, leaf.
+        ("1->2", 4 * (nic + 1_000_000) + 15 * nic),
+    ];
+    for (pair, want) in cases {
+        let cm = format!("{pair} id 1 start 0 size 65536\n");
+        let sc = on_simai(RAIL_2X2, &cm, &[]).unwrap();
+        let sim = run(sc);
+        assert_eq!(sim.flows()[0].finish, Some(SimTime(want)), "{pair}");
+        // Alone on its path, the flow meets its bound exactly.
+        assert_eq!(sim.summary().lower_bound_ps, want, "{pair}");
+        check_conservation_of(&sim, pair);
+    }
+}
+
+/// Two servers of two GPUs, not rail-optimized, dual-ToR: GPUs 0 and 1 on leaves 6 and 7,
+/// GPUs 2 and 3 on leaves 8 and 9, every leaf on spines 10 and 11; all network links 100G.
+const DUAL_TOR: &str = "12 2 2 6 16 H100\n4 5 6 7 8 9 10 11\n\
+    0 4 1600Gbps 0.000025ms 0\n0 6 100Gbps 0.001ms 0\n0 7 100Gbps 0.001ms 0\n\
+    1 4 1600Gbps 0.000025ms 0\n1 6 100Gbps 0.001ms 0\n1 7 100Gbps 0.001ms 0\n\
+    2 5 1600Gbps 0.000025ms 0\n2 8 100Gbps 0.001ms 0\n2 9 100Gbps 0.001ms 0\n\
+    3 5 1600Gbps 0.000025ms 0\n3 8 100Gbps 0.001ms 0\n3 9 100Gbps 0.001ms 0\n\
+    6 10 100Gbps 0.001ms 0\n6 11 100Gbps 0.001ms 0\n7 10 100Gbps 0.001ms 0\n\
+    7 11 100Gbps 0.001ms 0\n8 10 100Gbps 0.001ms 0\n8 11 100Gbps 0.001ms 0\n\
+    9 10 100Gbps 0.001ms 0\n9 11 100Gbps 0.001ms 0\n";
+
+#[test]
+fn a_dual_homed_gpu_sends_over_both_uplinks() {
+    // Header line's link count: 12 host links + 8 leaf-spine.
+    let fixed = DUAL_TOR.replacen("12 2 2 6 16", "12 2 2 6 20", 1);
+    let sc = on_simai(&fixed, "0->2 id 1 start 0 size 100\n", &[]).unwrap();
+    let t = &sc.topology;
+    assert_eq!(t.host_ports(HostId(0)).len(), 3);
+    // 2 uplinks x 2 spines x 2 leaves down to GPU 2.
+    assert_eq!(t.count_paths(HostId(0), HostId(2)), 8);
+    assert_eq!(t.count_paths(HostId(0), HostId(1)), 1);
+    let size = 4_000_000u64;
+    let cm = format!("0->2 id 1 start 0 size {size}\n");
+    let finish = |scheme: &str| {
+        let sc = on_simai(&fixed, &cm, &[&format!("load_balancing.scheme={scheme}")]).unwrap();
+        let sim = run(sc);
+        check_conservation_of(&sim, scheme);
+        let f = sim.flows()[0].finish.expect("done").ps();
+        assert!(sim.summary().lower_bound_ps <= f, "{scheme}");
+        f
+    };
+    // One flow under ECMP keeps one path: one uplink's rate. Sprayed, it takes both.
+    let (ecmp, spray) = (finish("ecmp"), finish("host_spray"));
+    let one_link = 4_000_000 * 8 * 10; // ps at 100 Gb/s, payload only
+    assert!(ecmp > one_link, "{ecmp}");
+    assert!(
+        (spray as f64) < 0.6 * ecmp as f64,
+        "sprayed {spray} ps vs ECMP {ecmp} ps"
+    );
+}
+
+#[test]
+fn a_simai_fabric_runs_alike_on_one_and_three_threads() {
+    let cm: String = (0..4)
+        .flat_map(|i| (0..4).filter(move |&j| j != i).map(move |j| (i, j)))
+        .enumerate()
+        .map(|(n, (i, j))| format!("{i}->{j} id {} start 0 size 300000\n", n + 1))
+        .collect();
+    let runs: Vec<String> = [1, 3]
+        .iter()
+        .map(|th| {
+            let sc = on_simai(
+                RAIL_2X2,
+                &cm,
+                &[&format!("threads={th}"), "load_balancing.scheme=host_spray"],
+            )
+            .unwrap();
+            let sim = run(sc);
+            check_conservation_of(&sim, "threads");
+            assert!(sim.flows().iter().all(|f| f.finish.is_some()));
+            serde_json::to_string(&sim.summary()).unwrap()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1]);
+}

@@ -99,7 +99,9 @@ impl Hops {
         match t.kind {
             TopologyKind::LeafSpine => assert_eq!(t.spines, 1, "one path per pair"),
             TopologyKind::FatTree => assert_eq!(t.k, 2, "one path per pair"),
-            TopologyKind::Clos => unreachable!("the reference draws leaf-spines and fat-trees"),
+            TopologyKind::Clos | TopologyKind::Simai => {
+                unreachable!("the reference draws leaf-spines and fat-trees")
+            }
         }
         let gbps = |g: f64| (g * 1e9).round() as u64;
         Hops {
@@ -136,7 +138,9 @@ impl Hops {
                 (4, dst, h),
                 (9, dst, h),
             ],
-            TopologyKind::Clos => unreachable!("the reference draws leaf-spines and fat-trees"),
+            TopologyKind::Clos | TopologyKind::Simai => {
+                unreachable!("the reference draws leaf-spines and fat-trees")
+            }
         };
         let last = tiers.len() - 1;
         tiers

@@ -92,6 +92,13 @@ pub struct TopologyConfig {
     /// `link_gbps`, the latencies and (with Queue_*) `buffer_bytes` from it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub htsim_topo: Option<std::path::PathBuf>,
+    /// A SimAI / ns-3 topology file (relative to the scenario file): the whole fabric, every
+    /// link's rate and latency from it (`kind = "simai"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simai_topo: Option<std::path::PathBuf>,
+    /// An imported graph's fastest link (b/s) and longest latency (ns), for PFC's headroom.
+    #[serde(skip)]
+    pub file_links: Option<(u64, f64)>,
 }
 
 impl Default for TopologyConfig {
@@ -120,6 +127,8 @@ impl Default for TopologyConfig {
             pfc_xoff_bytes: None,
             pfc_xon_bytes: None,
             htsim_topo: None,
+            simai_topo: None,
+            file_links: None,
         }
     }
 }
@@ -157,6 +166,9 @@ impl TopologyConfig {
     /// The fastest link's rate in bits per second: the host links, or a leaf-spine's uplinks
     /// if oversubscription below 1 makes them faster.
     pub fn fastest_link_bps(&self) -> u64 {
+        if let Some((bps, _)) = self.file_links {
+            return bps;
+        }
         let mut gbps = self.link_gbps;
         if self.kind == TopologyKind::LeafSpine {
             let up = self.hosts_per_leaf as f64 * self.link_gbps
@@ -175,6 +187,9 @@ impl TopologyConfig {
 
     /// The longest link latency in nanoseconds (a Clos may give each tier its own).
     pub fn longest_latency_ns(&self) -> f64 {
+        if let Some((_, ns)) = self.file_links {
+            return ns;
+        }
         let mut ns = self.link_latency_ns;
         if self.kind == TopologyKind::Clos {
             for t in &self.tier {

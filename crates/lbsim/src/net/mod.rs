@@ -3,6 +3,7 @@
 pub mod clos;
 pub mod config;
 pub mod htsim_topo;
+pub mod simai_topo;
 pub mod kinds;
 pub mod fault;
 pub mod packet;

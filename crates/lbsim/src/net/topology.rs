@@ -12,8 +12,14 @@
 //! hosts below split evenly over its down ports routes by arithmetic on the destination's
 //! index (a subtraction, a compare and a shift); any other by a table over the hosts below it.
 //!
-//! Port numbering: ports `0..hosts` are the host NICs (port h is host h's uplink); then each
-//! switch's ports follow in switch order (switches lowest tier first).
+//! Port numbering: the hosts' ports come first, host by host (on the usual fabrics one each:
+//! port h is host h's uplink); then each switch's ports follow in switch order (switches
+//! lowest tier first, scale-up switches last).
+//!
+//! A host may have several ports: network uplinks (a dual-ToR NIC, a port per plane), which are
+//! a next-hop group like a switch's, and links to scale-up switches (NVSwitches), which carry
+//! traffic between the hosts of one scale-up domain (the GPUs of a server). Scale-up switches
+//! sit outside the tiers: no group, cut or tier counts them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,6 +66,22 @@ struct Down {
 }
 
 const NO_TABLE: u32 = u32::MAX;
+
+/// The tier of scale-up switches (NVSwitches): outside the Clos tiers.
+pub const SCALE_UP: u8 = u8::MAX;
+
+/// Hosts with more than one port: each host's ports, network uplinks first, then scale-up.
+#[derive(Clone, Debug)]
+struct HostPorts {
+    /// Host h's ports are `base[h]..base[h + 1]`.
+    base: Vec<u32>,
+    /// How many of them are network uplinks.
+    net: Vec<u16>,
+    /// Each host's scale-up domain (`NO_DOMAIN`: none).
+    domain: Vec<u32>,
+}
+
+const NO_DOMAIN: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 pub struct LinkSpec {
@@ -133,7 +155,8 @@ pub struct Topology {
     groups: Vec<(GroupMap, u32)>,
     /// Per tier: the number of up ports every switch of the tier has, if they agree.
     up_degree: Vec<Option<u32>>,
-    /// Every down group has one port (so a path is named by its up choices alone).
+    /// Every down group has one port, and every host one uplink (so a path is named by its
+    /// switches' up choices alone).
     single_down: bool,
     /// Per (tier, up) cut kind below the top: for each group, a range of `cut_ports`.
     cut_index: Vec<Vec<(u32, u32)>>,
@@ -143,6 +166,8 @@ pub struct Topology {
     group_bps: Vec<Vec<u64>>,
     /// htsim's fat-tree numbering of aggregation uplinks (k/2), where it applies.
     htsim_fat_tree: Option<u32>,
+    /// Hosts with several ports or scale-up links (None: one uplink each, port h).
+    host_ports: Option<Box<HostPorts>>,
 }
 
 /// The shortest path between two hosts, for lower bounds.
@@ -206,6 +231,7 @@ impl Builder {
                 cut_bps: Vec::new(),
                 group_bps: Vec::new(),
                 htsim_fat_tree: None,
+                host_ports: None,
             },
         }
     }
@@ -249,7 +275,13 @@ impl Builder {
     /// the node or link at fault.
     pub fn finish(mut self) -> Result<Topology, String> {
         let t = &mut self.t;
-        let tiers = t.switches.iter().map(|s| s.tier + 1).max().unwrap_or(0) as usize;
+        let tiers = t
+            .switches
+            .iter()
+            .filter(|s| s.tier != SCALE_UP)
+            .map(|s| s.tier as usize + 1)
+            .max()
+            .unwrap_or(0);
         if tiers == 0 || t.tier_names.len() < tiers {
             return Err("a fabric needs switches, and a name for each tier".into());
         }
@@ -267,12 +299,12 @@ impl Builder {
             ));
         }
         let switch_ports: u64 = t.switches.iter().map(|s| s.ports as u64).sum();
-        if switch_ports + t.hosts as u64 != t.links.len() as u64
-            || t.links[t.hosts.min(t.links.len() as u32) as usize..]
-                .iter()
-                .any(|l| matches!(l.from, NodeId::Host(_)))
+        let host_links = t.links.len() as u64 - switch_ports.min(t.links.len() as u64);
+        if t.links[host_links as usize..]
+            .iter()
+            .any(|l| matches!(l.from, NodeId::Host(_)))
         {
-            return Err("each host has exactly one link, before every switch's".into());
+            return Err("every host's links come before every switch's".into());
         }
         type End = (u8, u32);
         let key = |n: NodeId| match n {
@@ -299,18 +331,43 @@ impl Builder {
                 t.node_name(NodeId::Switch(SwitchId(i as u32)))
             ));
         }
+        // Host by host: one or more network links (to first-tier switches), then any to
+        // scale-up switches.
+        let mut base = Vec::with_capacity(t.hosts as usize + 1);
+        let mut net = Vec::with_capacity(t.hosts as usize);
+        let mut p = 0usize;
         for h in 0..t.hosts {
-            let l = t.links.get(h as usize).ok_or("fewer links than hosts")?;
-            match (l.from, l.to) {
-                (NodeId::Host(a), NodeId::Switch(s))
-                    if a.0 == h && t.switches.get(s.idx()).is_some_and(|s| s.tier == 0) => {}
-                _ => {
-                    return Err(format!(
-                        "host:{h} must have one link, to a first-tier switch"
-                    ))
-                }
+            base.push(p as u32);
+            let mine = |p: usize| {
+                t.links
+                    .get(p)
+                    .filter(|l| l.from == NodeId::Host(HostId(h)))
+                    .map(|l| match l.to {
+                        NodeId::Switch(s) => t.switches[s.idx()].tier,
+                        NodeId::Host(_) => SCALE_UP - 1,
+                    })
+            };
+            let first = p;
+            while mine(p) == Some(0) {
+                p += 1;
             }
+            let n_net = p - first;
+            while mine(p) == Some(SCALE_UP) {
+                p += 1;
+            }
+            if n_net == 0 || mine(p).is_some() || n_net >= 1 << 16 {
+                return Err(format!(
+                    "host:{h} must link to first-tier switches (one or more), then to any \
+                     scale-up switches, its links together and in host order"
+                ));
+            }
+            net.push(n_net as u16);
         }
+        base.push(p as u32);
+        if p as u64 != host_links {
+            return Err("every host's links come before every switch's, in host order".into());
+        }
+        let multi = p as u32 != t.hosts;
         // Down ports first, up ports after, each one tier away.
         let sw_tiers: Vec<u8> = t.switches.iter().map(|s| s.tier).collect();
         let mut up_ports: Vec<(u32, u32)> = Vec::with_capacity(t.switches.len());
@@ -322,7 +379,14 @@ impl Builder {
                     NodeId::Switch(x) => sw_tiers[x.idx()] as i32,
                 };
                 let me = s.tier as i32;
-                if to == me + 1 {
+                if s.tier == SCALE_UP {
+                    if to != -1 {
+                        return Err(format!(
+                            "link {}: a scale-up switch links to hosts only",
+                            t.link_name(PortId(p))
+                        ));
+                    }
+                } else if to == me + 1 {
                     first_up.get_or_insert(p - s.port_base);
                 } else if to == me - 1 {
                     if first_up.is_some() {
@@ -363,7 +427,7 @@ impl Builder {
             let (f, n) = up_ports[i];
             let name = || t.node_name(NodeId::Switch(SwitchId(i as u32)));
             if n == 0 {
-                if below[i] != all {
+                if below[i] != all && s.tier != SCALE_UP {
                     return Err(format!(
                         "{}: a switch without uplinks must reach every host below it",
                         name()
@@ -382,6 +446,50 @@ impl Builder {
                     name()
                 ));
             }
+        }
+        let mut single_down_hosts = true;
+        // A host's uplinks, like a switch's, lead to switches with the same hosts below; its
+        // scale-up switches all join the same hosts (its domain), itself among them.
+        let mut domains: BTreeMap<&Ranges, u32> = BTreeMap::new();
+        let mut domain = vec![NO_DOMAIN; t.hosts as usize];
+        for h in 0..t.hosts as usize {
+            let to = |p: u32| match t.links[p as usize].to {
+                NodeId::Switch(x) => x.idx(),
+                NodeId::Host(_) => unreachable!("checked above"),
+            };
+            let (a, m, b) = (base[h], base[h] + net[h] as u32, base[h + 1]);
+            if (a..m).any(|p| below[to(p)] != below[to(a)]) {
+                return Err(format!(
+                    "host:{h}: its uplinks lead to switches with different hosts below"
+                ));
+            }
+            if m < b {
+                let set = &below[to(m)];
+                let inside = set.0.iter().any(|&(lo, hi)| (lo..hi).contains(&(h as u32)));
+                if !inside || (m..b).any(|p| below[to(p)] != *set) {
+                    return Err(format!(
+                        "host:{h}: its scale-up switches must all join the same hosts"
+                    ));
+                }
+                let n = domains.len() as u32;
+                domain[h] = *domains.entry(set).or_insert(n);
+            }
+        }
+        // Scale-up domains do not overlap.
+        for (set, &d) in &domains {
+            for &(lo, hi) in &set.0 {
+                if let Some(h) = (lo..hi).find(|&h| domain[h as usize] != d) {
+                    return Err(format!(
+                        "host:{h} is joined to scale-up switches of another domain without \
+                         being in it"
+                    ));
+                }
+            }
+        }
+        if multi || !domains.is_empty() {
+            // A host's choice among its uplinks is one no switch's up choice names.
+            single_down_hosts = net.iter().all(|&n| n == 1);
+            t.host_ports = Some(Box::new(HostPorts { base, net, domain }));
         }
         // Down routing.
         let mut table = Vec::new();
@@ -448,7 +556,7 @@ impl Builder {
             (s.up_first, s.up_n) = up_ports[i];
         }
         t.down_table = table;
-        t.single_down = single_down;
+        t.single_down = single_down && single_down_hosts;
         // Groups per tier: the distinct host sets below the tier's switches, numbered in order of
         // their first host; a host's group at each tier is that of the switches above it.
         let mut groups = Vec::with_capacity(tiers);
@@ -519,6 +627,9 @@ impl Builder {
             .collect();
         for (i, s) in t.switches.iter().enumerate() {
             let tier = s.tier as usize;
+            if s.tier == SCALE_UP {
+                continue;
+            }
             if tier + 1 < tiers {
                 for p in s.port_base + s.up_first..s.port_base + s.ports {
                     cut_lists[2 * tier][switch_group[i] as usize].push(p);
@@ -564,7 +675,9 @@ impl Builder {
                 let mut v = vec![0u64; *n as usize];
                 for h in 0..t.hosts {
                     let g = map.of(HostId(h)) as usize;
-                    v[g] = v[g].saturating_add(t.links[h as usize].rate.0);
+                    for p in t.host_net_ports(HostId(h)) {
+                        v[g] = v[g].saturating_add(t.links[p].rate.0);
+                    }
                 }
                 v
             })
@@ -574,6 +687,9 @@ impl Builder {
         let mut pt = vec!["host_up".to_string()];
         pt.extend(names[..tiers - 1].iter().map(|n| format!("{n}_up")));
         pt.extend(names.iter().rev().map(|n| format!("{n}_down")));
+        if t.scale_up() {
+            pt.extend(["nvlink_up".to_string(), "nvlink_down".to_string()]);
+        }
         t.port_tiers = pt;
         Ok(self.t)
     }
@@ -635,25 +751,123 @@ impl Topology {
         self.groups.len() as u8
     }
 
+    /// Host `h`'s first network uplink.
     pub fn host_uplink(&self, h: HostId) -> PortId {
-        PortId(h.0)
+        match &self.host_ports {
+            None => PortId(h.0),
+            Some(hp) => PortId(hp.base[h.idx()]),
+        }
     }
 
-    /// The switch host `h` attaches to.
+    /// Host `h`'s ports: its network uplinks, then its scale-up links.
+    #[inline]
+    pub fn host_ports(&self, h: HostId) -> std::ops::Range<usize> {
+        match &self.host_ports {
+            None => h.idx()..h.idx() + 1,
+            Some(hp) => hp.base[h.idx()] as usize..hp.base[h.idx() + 1] as usize,
+        }
+    }
+
+    /// Host `h`'s network uplinks.
+    pub fn host_net_ports(&self, h: HostId) -> std::ops::Range<usize> {
+        match &self.host_ports {
+            None => h.idx()..h.idx() + 1,
+            Some(hp) => {
+                let a = hp.base[h.idx()] as usize;
+                a..a + hp.net[h.idx()] as usize
+            }
+        }
+    }
+
+    /// Whether every host has exactly one port (port h), as on the generated fabrics.
+    pub fn single_homed(&self) -> bool {
+        self.host_ports.is_none()
+    }
+
+    /// Whether the fabric has scale-up switches.
+    pub fn scale_up(&self) -> bool {
+        self.host_ports
+            .as_ref()
+            .is_some_and(|hp| hp.domain.iter().any(|&d| d != NO_DOMAIN))
+    }
+
+    /// Whether `a` and `b` share a scale-up domain (their traffic crosses it, not the network).
+    #[inline]
+    pub fn same_domain(&self, a: HostId, b: HostId) -> bool {
+        self.host_ports.as_ref().is_some_and(|hp| {
+            let d = hp.domain[a.idx()];
+            d != NO_DOMAIN && d == hp.domain[b.idx()] && a != b
+        })
+    }
+
+    /// The ports host `h` may send a packet for `dst` on: its scale-up links if they share a
+    /// domain, else its network uplinks.
+    #[inline]
+    pub fn host_route(&self, h: HostId, dst: HostId) -> Route {
+        let Some(hp) = &self.host_ports else {
+            return Route::Port(PortId(h.0));
+        };
+        let (a, m, b) = (
+            hp.base[h.idx()],
+            hp.base[h.idx()] + hp.net[h.idx()] as u32,
+            hp.base[h.idx() + 1],
+        );
+        let (first, n) = if self.same_domain(h, dst) {
+            (m, b - m)
+        } else {
+            (a, m - a)
+        };
+        if n == 1 {
+            Route::Port(PortId(first))
+        } else {
+            Route::Group {
+                first: PortId(first),
+                n,
+            }
+        }
+    }
+
+    /// The least and most uplinks of a host, and the least and most scale-up links.
+    pub fn host_port_counts(&self) -> ((u32, u32), (u32, u32)) {
+        let mut up = (u32::MAX, 0);
+        let mut scale = (u32::MAX, 0);
+        for h in 0..self.hosts {
+            let n = self.host_net_ports(HostId(h)).len() as u32;
+            let m = self.host_ports(HostId(h)).len() as u32 - n;
+            up = (up.0.min(n), up.1.max(n));
+            scale = (scale.0.min(m), scale.1.max(m));
+        }
+        (up, scale)
+    }
+
+    /// Scale-up domains and scale-up switches (None: the fabric has none).
+    pub fn scale_up_summary(&self) -> Option<(u32, u32)> {
+        let hp = self.host_ports.as_ref().filter(|_| self.scale_up())?;
+        let domains = hp.domain.iter().filter(|&&d| d != NO_DOMAIN).max()? + 1;
+        let switches = self.switches.iter().filter(|s| s.tier == SCALE_UP).count();
+        Some((domains, switches as u32))
+    }
+
+    /// The host whose port `port` is, if a host's.
+    pub fn port_host(&self, port: PortId) -> Option<HostId> {
+        match self.links.get(port.idx())?.from {
+            NodeId::Host(h) => Some(h),
+            NodeId::Switch(_) => None,
+        }
+    }
+
+    /// The switch host `h`'s first uplink attaches to.
     #[inline]
     pub fn leaf_of(&self, h: HostId) -> SwitchId {
-        match self.links[h.idx()].to {
+        match self.links[self.host_uplink(h).idx()].to {
             NodeId::Switch(s) => s,
             NodeId::Host(_) => unreachable!("a host's link leads to a switch"),
         }
     }
 
-    /// The port of `h`'s leaf that leads down to it.
+    /// The port of `h`'s first leaf that leads down to it.
     pub fn host_downlink(&self, h: HostId) -> PortId {
-        match self.route(self.leaf_of(h), h) {
-            Route::Port(p) => p,
-            Route::Group { first, .. } => first,
-        }
+        self.reverse(self.host_uplink(h))
     }
 
     /// Host `h`'s group at `tier` (tier 0: the hosts under its leaf).
@@ -664,7 +878,8 @@ impl Topology {
 
     /// The host-to-group map at `tier` and the number of groups.
     pub fn groups(&self, tier: u8) -> (&GroupMap, u32) {
-        let (m, n) = &self.groups[tier as usize];
+        // A scale-up switch (outside the tiers) has one route per host: the top's groups do.
+        let (m, n) = &self.groups[(tier as usize).min(self.groups.len() - 1)];
         (m, *n)
     }
 
@@ -736,7 +951,7 @@ impl Topology {
     /// What a path index is divided by to give the uplink chosen at a switch of `tier` (the
     /// product of the up degrees below it), when [`Topology::path_count`] applies.
     pub fn path_digit(&self, tier: u8) -> Option<u32> {
-        (0..tier).try_fold(1u32, |n, t| {
+        (0..tier.min(self.tiers())).try_fold(1u32, |n, t| {
             n.checked_mul(self.up_degree[t as usize].filter(|_| self.single_down)?)
         })
     }
@@ -750,19 +965,25 @@ impl Topology {
     /// destination's link down, then for each tier it leaves, its source group's up cut and its
     /// destination group's down cut.
     pub fn cuts(&self, src: HostId, dst: HostId) -> impl Iterator<Item = Cut> + '_ {
+        // Within a scale-up domain: the source's scale-up links and the destination's.
+        let host_tier = self.same_domain(src, dst).then_some(SCALE_UP);
         let host = [
             Cut {
-                tier: None,
+                tier: host_tier,
                 up: true,
                 index: src.0,
             },
             Cut {
-                tier: None,
+                tier: host_tier,
                 up: false,
                 index: dst.0,
             },
         ];
-        let tiers = self.tiers().saturating_sub(1);
+        let tiers = if host_tier.is_some() {
+            0
+        } else {
+            self.tiers().saturating_sub(1)
+        };
         host.into_iter().chain((0..tiers).flat_map(move |t| {
             let (a, b) = (self.group(t, src), self.group(t, dst));
             let both = [
@@ -783,22 +1004,37 @@ impl Topology {
 
     /// The ports of a cut, in port order.
     pub fn cut_ports(&self, c: Cut) -> impl Iterator<Item = PortId> + '_ {
-        let (one, many): (Option<PortId>, &[u32]) = match c.tier {
-            None if c.up => (Some(self.host_uplink(HostId(c.index))), &[]),
-            None => (Some(self.host_downlink(HostId(c.index))), &[]),
+        let (own, many): (std::ops::Range<usize>, &[u32]) = match c.tier {
+            None => (self.host_net_ports(HostId(c.index)), &[]),
+            Some(SCALE_UP) => {
+                let h = HostId(c.index);
+                (self.host_net_ports(h).end..self.host_ports(h).end, &[])
+            }
             Some(t) => {
                 let (a, b) = self.cut_index[2 * t as usize + !c.up as usize][c.index as usize];
-                (None, &self.cut_ports[a as usize..b as usize])
+                (0..0, &self.cut_ports[a as usize..b as usize])
             }
         };
-        one.into_iter().chain(many.iter().map(|&p| PortId(p)))
+        // A host's cut down: the ports that lead into it, one per cable of the cut up.
+        let up = c.up;
+        own.map(move |p| {
+            let p = PortId(p as u32);
+            if up {
+                p
+            } else {
+                self.reverse(p)
+            }
+        })
+        .chain(many.iter().map(|&p| PortId(p)))
     }
 
     /// The summed rate of a cut's links (at least 1 b/s).
     pub fn cut_rate(&self, c: Cut) -> BitsPerSec {
         let bps = match c.tier {
-            None if c.up => self.links[self.host_uplink(HostId(c.index)).idx()].rate.0,
-            None => self.links[self.host_downlink(HostId(c.index)).idx()].rate.0,
+            None if self.host_ports.is_none() && c.up => self.links[c.index as usize].rate.0,
+            None | Some(SCALE_UP) => self
+                .cut_ports(c)
+                .fold(0u64, |x, p| x.saturating_add(self.links[p.idx()].rate.0)),
             Some(t) => self.cut_bps[2 * t as usize + !c.up as usize][c.index as usize],
         };
         BitsPerSec(bps.max(1))
@@ -807,7 +1043,7 @@ impl Topology {
     /// Whether a group's cut carries less than its hosts' links (a tapered tier).
     pub fn tapered(&self, c: Cut) -> bool {
         match c.tier {
-            None => false,
+            None | Some(SCALE_UP) => false,
             Some(t) => {
                 self.cut_bps[2 * t as usize + !c.up as usize][c.index as usize]
                     < self.group_bps[t as usize][c.index as usize]
@@ -838,7 +1074,11 @@ impl Topology {
         // length and the same rates at each tier.
         let mut rates = Vec::with_capacity(6);
         let mut latency = SimTime::ZERO;
-        let mut link = &self.links[self.host_uplink(src).idx()];
+        let first = match self.host_route(src, dst) {
+            Route::Port(p) => p,
+            Route::Group { first, .. } => first,
+        };
+        let mut link = &self.links[first.idx()];
         loop {
             rates.push(link.rate);
             latency = latency + link.latency;
@@ -876,7 +1116,13 @@ impl Topology {
                 }
             }
         }
-        from(self, &self.links[self.host_uplink(src).idx()], dst)
+        let (first, n) = match self.host_route(src, dst) {
+            Route::Port(p) => (p.0, 1),
+            Route::Group { first, n } => (first.0, n),
+        };
+        (first..first + n)
+            .map(|p| from(self, &self.links[p as usize], dst))
+            .sum()
     }
 
     /// Per tier, lowest first: what `lbsim topology` prints of it.
@@ -907,9 +1153,9 @@ impl Topology {
                     }
                 }
                 // Two hosts whose lowest common tier is this one.
-                let far = (1..self.hosts)
-                    .map(HostId)
-                    .find(|&h| self.common_tier(HostId(0), h) == tier);
+                let far = (1..self.hosts).map(HostId).find(|&h| {
+                    self.common_tier(HostId(0), h) == tier && !self.same_domain(HostId(0), h)
+                });
                 s.paths = far.map(|h| self.count_paths(HostId(0), h));
                 s
             })
@@ -920,7 +1166,8 @@ impl Topology {
     /// first): what crosses a cut of the hosts into two halves along the fabric's groups.
     pub fn bisection_bps(&self) -> u128 {
         let hosts: u128 = (0..self.hosts)
-            .map(|h| self.links[self.host_uplink(HostId(h)).idx()].rate.0 as u128)
+            .flat_map(|h| self.host_net_ports(HostId(h)))
+            .map(|p| self.links[p].rate.0 as u128)
             .sum();
         let tiers = self.tier_summaries();
         let ups = tiers[..tiers.len().saturating_sub(1)]
@@ -948,6 +1195,16 @@ impl Topology {
             );
             for (i, s) in self.switches.iter().enumerate() {
                 if s.tier == tier {
+                    let name = self.node_name(NodeId::Switch(SwitchId(i as u32)));
+                    let _ = writeln!(o, "    \"{name}\";");
+                }
+            }
+            o.push_str("  }\n");
+        }
+        if self.scale_up() {
+            o.push_str("  subgraph scale_up { rank=same;\n");
+            for (i, s) in self.switches.iter().enumerate() {
+                if s.tier == SCALE_UP {
                     let name = self.node_name(NodeId::Switch(SwitchId(i as u32)));
                     let _ = writeln!(o, "    \"{name}\";");
                 }
@@ -987,7 +1244,10 @@ impl Topology {
             NodeId::Host(h) => format!("host:{}", h.0),
             NodeId::Switch(s) => {
                 let info = &self.switches[s.idx()];
-                format!("{}:{}", self.tier_names[info.tier as usize], info.index)
+                match self.tier_names.get(info.tier as usize) {
+                    Some(n) if info.tier != SCALE_UP => format!("{n}:{}", info.index),
+                    _ => format!("nvswitch:{}", info.index),
+                }
             }
         }
     }
@@ -1009,7 +1269,12 @@ impl Topology {
         };
         let (a, b) = (tier(l.from), tier(l.to));
         let top = self.tiers() as usize;
-        let i = if a < 0 {
+        let scale = SCALE_UP as i32;
+        let i = if b == scale {
+            2 * top
+        } else if a == scale {
+            2 * top + 1
+        } else if a < 0 {
             0
         } else if b > a {
             1 + a as usize
@@ -1024,15 +1289,20 @@ impl Topology {
         &self.port_tiers
     }
 
+    /// The switches' ports (after every host's).
     pub fn switch_ports(&self) -> std::ops::Range<usize> {
-        self.hosts as usize..self.links.len()
+        let first = match &self.host_ports {
+            None => self.hosts as usize,
+            Some(hp) => hp.base[self.hosts as usize] as usize,
+        };
+        first..self.links.len()
     }
 
     /// The port of the opposite direction of `port`'s cable.
     pub fn reverse(&self, port: PortId) -> PortId {
         let l = &self.links[port.idx()];
         let range = match l.to {
-            NodeId::Host(h) => h.idx()..h.idx() + 1,
+            NodeId::Host(h) => self.host_ports(h),
             NodeId::Switch(s) => {
                 let i = &self.switches[s.idx()];
                 i.port_base as usize..(i.port_base + i.ports) as usize
@@ -1301,7 +1571,7 @@ mod tests {
                         NodeId::Switch(SwitchId(0)),
                     );
                 }),
-                "exactly one link",
+                "come before",
             ),
             // A switch with no links.
             (

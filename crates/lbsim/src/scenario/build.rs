@@ -18,6 +18,19 @@ impl Scenario {
             };
             crate::net::htsim_topo::load(&p, &mut file.topology)?;
         }
+        if let Some(p) = file.topology.simai_topo.clone() {
+            check(
+                file.topology.htsim_topo.is_none(),
+                origin,
+                "topology.simai_topo",
+                "and topology.htsim_topo each describe the whole fabric: give one",
+            )?;
+            let p = match (&origin.dir, p.is_relative()) {
+                (Some(dir), true) => dir.join(p),
+                _ => p,
+            };
+            crate::net::kinds::simai::import(&p, &mut file.topology, origin)?;
+        }
         let t = &file.topology;
         let o = origin;
         check(
@@ -167,8 +180,8 @@ impl Scenario {
             "load_balancing.scheme",
             &format!(
                 "{} names each path by its uplink choices, which this fabric ({}) does not \
-                 allow: some switches of a tier have more uplinks than others, or parallel \
-                 links lead down",
+                 allow: some switches of a tier have more uplinks than others, parallel \
+                 links lead down, or hosts have several uplinks",
                 scheme.name,
                 topology.describe()
             ),

@@ -235,7 +235,11 @@ impl Settings {
     fn resolve(file: &ScenarioFile, topology: &Topology) -> Settings {
         let t = &file.topology;
         let tr = &file.transport;
-        let topology_label = format!("{} {}G", topology.describe(), t.link_gbps);
+        // An imported graph gives its own rates (its label names the file).
+        let topology_label = match t.simai_topo {
+            Some(_) => topology.describe().to_string(),
+            None => format!("{} {}G", topology.describe(), t.link_gbps),
+        };
         Settings {
             seed: file.seed,
             threads: file.threads,

@@ -120,6 +120,8 @@ pub(super) struct Pfc {
     pub(super) buffer: u64,
     /// Ports 0..hosts are host NICs.
     hosts: u32,
+    /// Each host port's host, when hosts have several ports (empty: port h is host h's).
+    host_of: Vec<HostId>,
     /// Per input port: data bytes held in its switch's egress queues.
     held: Vec<u64>,
     /// Per input port: the switch sent a PAUSE that no RESUME followed yet.
@@ -196,7 +198,14 @@ impl Fabric {
                     xoff,
                     xon,
                     buffer: st.buffer_bytes,
-                    hosts: topo.hosts,
+                    hosts: topo.switch_ports().start as u32,
+                    host_of: if topo.single_homed() {
+                        Vec::new()
+                    } else {
+                        (0..topo.switch_ports().start as u32)
+                            .filter_map(|p| topo.port_host(PortId(p)))
+                            .collect()
+                    },
                     held: vec![0; n],
                     xoff_sent: vec![false; n],
                     frame_paused: vec![false; n],
@@ -740,6 +749,11 @@ impl Fabric {
         let pfc = self.pfc.as_ref().expect("pfc on");
         let want = pfc.frame_paused[port.idx()] || pfc.imposed[port.idx()];
         let switch = port.0 >= pfc.hosts;
+        let host = pfc
+            .host_of
+            .get(port.idx())
+            .copied()
+            .unwrap_or(HostId(port.0));
         if want == self.ports[port.idx()].paused {
             return None;
         }
@@ -754,7 +768,7 @@ impl Fabric {
             if let Some(o) = &mut self.obs {
                 o.paused(cx.now, port);
             }
-            return (!switch).then_some((HostId(port.0), true));
+            return (!switch).then_some((host, true));
         }
         if p.resume(cx.now) {
             let t = p.head_arrival().expect("a head to resume");
@@ -764,7 +778,7 @@ impl Fabric {
             self.arm_depart(cx, port);
             None
         } else {
-            Some((HostId(port.0), false))
+            Some((host, false))
         }
     }
 }

@@ -10,13 +10,13 @@ use super::telemetry::PathLog;
 use super::{Cx, Event};
 use crate::ids::{FlowId, HostId, PortId};
 use crate::lb::{AckInfo, HostLbs, HostSetup};
-use crate::net::{Packet, PacketKind};
+use crate::net::{Packet, PacketKind, Route, Topology};
 use crate::rng::Stream;
 use crate::scenario::Scenario;
 use crate::time::{BitsPerSec, SimTime};
 use crate::transport::cc::CcKind;
 use crate::transport::endpoint::Transmit;
-use crate::transport::Flow;
+use crate::transport::{flow_key, Flow};
 
 struct Host {
     /// Flows with data to send, served round-robin.
@@ -34,15 +34,94 @@ struct Host {
     /// PFC: `next_send` as it was when the ToR paused the NIC (which parks `next_send` far
     /// beyond the run, so that the NIC pulls no data and `try_send` needs no check).
     paused_send: SimTime,
+    /// PFC: how many of the host's ports are paused (the NIC pulls no data while any is).
+    paused_ports: u16,
+}
+
+/// The NIC of a host with several ports keeps a transmit queue per port and pulls the next
+/// packet while some port is idle and none holds more than this many packets' time ahead: a
+/// packet whose port (its entropy's choice) is busy waits there, and a flow held to one port
+/// cannot flood it.
+const NIC_QUEUE_PACKETS: u64 = 4;
+
+/// Hosts with several ports (`Topology::single_homed` is false): per host port its pacer,
+/// its pacing rate and how far ahead its queue may run; per host its uplink hash's salt.
+struct MultiPort {
+    next_send: Vec<SimTime>,
+    pace: Vec<BitsPerSec>,
+    ahead: Vec<SimTime>,
+    salt: Vec<u64>,
+}
+
+impl MultiPort {
+    fn new(sc: &Scenario) -> MultiPort {
+        let topo = &sc.topology;
+        let st = &sc.settings;
+        let n = topo.switch_ports().start;
+        let mtu = (st.packet.payload_bytes + st.packet.header_bytes) as u64;
+        let rate = |p: usize| topo.links[p].rate;
+        let pace: Vec<BitsPerSec> = (0..n)
+            .map(|p| crate::stats::bound::pace_rate(rate(p), st.rate_coef).unwrap_or(rate(p)))
+            .collect();
+        MultiPort {
+            next_send: vec![SimTime::ZERO; n],
+            ahead: (0..n)
+                .map(|p| rate(p).serialization(NIC_QUEUE_PACKETS * mtu))
+                .collect(),
+            pace,
+            salt: (0..topo.hosts as u64)
+                .map(|h| {
+                    let i = topo.switches.len() as u64 + h;
+                    crate::rng::derive_seed(st.seed, Stream::Salt, i)
+                })
+                .collect(),
+        }
+    }
+
+    /// When host `h` may pull its next packet: some port idle and its pacer allowing, and no
+    /// port's queue running further ahead than its limit.
+    fn ready(&self, fabric: &mut Fabric, topo: &Topology, h: HostId, now: SimTime) -> SimTime {
+        let mut idle = SimTime::MAX;
+        let mut drained = SimTime::ZERO;
+        for p in topo.host_ports(h) {
+            let port = &mut fabric.ports[p];
+            port.sync(now);
+            idle = idle.min(port.busy_until.max(self.next_send[p]));
+            // The pacer's backlog counts as queued: paced on average, bursts of a few.
+            let queued_until = port.busy_until.max(self.next_send[p]);
+            drained = drained.max(SimTime(
+                queued_until.ps().saturating_sub(self.ahead[p].ps()),
+            ));
+        }
+        idle.max(drained)
+    }
+
+    /// The port host `h` puts `pkt` on: one of the ports toward its destination, by the salted
+    /// hash of its flow and entropy (as a switch's ECMP picks).
+    #[inline]
+    fn port(&self, topo: &Topology, h: HostId, pkt: &Packet) -> PortId {
+        match topo.host_route(h, pkt.dst) {
+            Route::Port(p) => p,
+            Route::Group { first, n } => {
+                let is_ack = !pkt.kind.is_forward();
+                let hash = crate::lb::ecmp::HashPolicy {
+                    salt: self.salt[h.idx()],
+                }
+                .hash(flow_key(pkt.src, pkt.dst, is_ack), pkt.entropy);
+                PortId(first.0 + crate::lb::ecmp::bucket(hash, n as usize) as u32)
+            }
+        }
+    }
 }
 
 /// Per-flow sending caps (failure-aware rates), if the control plane keeps them.
 pub(super) type Rates<'a> = Option<&'a [BitsPerSec]>;
 
 /// What a host's handlers touch besides the hosts: the event context, the fabric their NICs
-/// feed, the flows, and the per-flow rate caps.
+/// feed (and its topology), the flows, and the per-flow rate caps.
 pub(super) struct Env<'a> {
     pub cx: &'a mut Cx,
+    pub topo: &'a Topology,
     pub fabric: &'a mut Fabric,
     pub flows: &'a mut [Flow],
     pub rates: Rates<'a>,
@@ -92,6 +171,8 @@ pub(super) struct Hosts {
     /// A partitioned run: the hosts this partition owns (None: all). The control plane's
     /// replicated handlers wake only these; another partition wakes its own.
     pub(super) owned: Option<Vec<bool>>,
+    /// Hosts with several ports (None: one each, port h).
+    multi: Option<Box<MultiPort>>,
 }
 
 impl Hosts {
@@ -109,6 +190,7 @@ impl Hosts {
                 next_pull: SimTime::ZERO,
                 pull_pending: false,
                 paused_send: SimTime::ZERO,
+                paused_ports: 0,
             })
             .collect();
         let setup = HostSetup {
@@ -149,6 +231,16 @@ impl Hosts {
             idents,
             paths: None,
             owned: None,
+            multi: (!topo.single_homed()).then(|| Box::new(MultiPort::new(sc))),
+        }
+    }
+
+    /// The port host `h` sends `pkt` on.
+    #[inline(always)]
+    fn port_for(&self, topo: &Topology, h: HostId, pkt: &Packet) -> PortId {
+        match &self.multi {
+            None => PortId(h.0),
+            Some(m) => m.port(topo, h, pkt),
         }
     }
 
@@ -207,8 +299,15 @@ impl Hosts {
     pub(super) fn on_nic_pause(&mut self, cx: &mut Cx, h: HostId, paused: bool) {
         let host = &mut self.hosts[h.idx()];
         if paused {
-            host.paused_send = host.next_send;
-            host.next_send = crate::net::Port::UNSCHEDULED;
+            host.paused_ports += 1;
+            if host.paused_ports == 1 {
+                host.paused_send = host.next_send;
+                host.next_send = crate::net::Port::UNSCHEDULED;
+            }
+            return;
+        }
+        host.paused_ports -= 1;
+        if host.paused_ports > 0 {
             return;
         }
         host.next_send = host.paused_send;
@@ -378,8 +477,8 @@ impl Hosts {
             }
             e.cx.counters.acks_sent += 1;
             let i = e.fabric.slots.insert(pull);
-            e.fabric
-                .inject(e.cx, PortId(h.0), i, pull.wire_bytes, false);
+            let port = self.port_for(e.topo, h, &pull);
+            e.fabric.inject(e.cx, port, i, pull.wire_bytes, false);
             return;
         }
     }
@@ -388,14 +487,18 @@ impl Hosts {
     /// otherwise makes sure a wake-up is pending for when both will.
     pub(super) fn try_send(&mut self, e: &mut Env, h: HostId) {
         let now = e.cx.now;
-        let port = PortId(h.0);
         let host = &mut self.hosts[h.idx()];
         if host.active.is_empty() {
             return;
         }
-        let p = &mut e.fabric.ports[port.idx()];
-        p.sync(now);
-        let ready = p.busy_until.max(host.next_send);
+        let ready = match &self.multi {
+            None => {
+                let p = &mut e.fabric.ports[h.idx()];
+                p.sync(now);
+                p.busy_until.max(host.next_send)
+            }
+            Some(m) => m.ready(e.fabric, e.topo, h, now).max(host.next_send),
+        };
         // A wake-up already due by then covers this; a later one (a paced flow's) does not.
         if host.wake_pending && host.wake_at <= ready.max(now) {
             return;
@@ -472,11 +575,25 @@ impl Hosts {
         let share = e.rates.map(|r| r[f.idx()]);
         flow.on_transmit(next, now, wire, share);
         e.cx.counters.data_sent += 1;
-        host.next_send = now + self.pace_rate.serialization(wire as u64);
-        let next_send = host.next_send;
         let i = e.fabric.slots.insert(pkt);
-        e.fabric.admit(e.cx, port, i, pkt.wire_bytes, true);
-        let ready = e.fabric.ports[port.idx()].busy_until.max(next_send);
+        let ready = match &mut self.multi {
+            None => {
+                let port = PortId(h.0);
+                host.next_send = now + self.pace_rate.serialization(wire as u64);
+                e.fabric.admit(e.cx, port, i, pkt.wire_bytes, true);
+                e.fabric.ports[port.idx()].busy_until.max(host.next_send)
+            }
+            Some(m) => {
+                let port = m.port(e.topo, h, &pkt);
+                let p = port.idx();
+                m.next_send[p] = m.next_send[p].max(now) + m.pace[p].serialization(wire as u64);
+                e.fabric.inject(e.cx, port, i, pkt.wire_bytes, true);
+                // An idle port may have been free since before now: look again now.
+                m.ready(e.fabric, e.topo, h, now)
+                    .max(host.next_send)
+                    .max(now)
+            }
+        };
         let host = &mut self.hosts[h.idx()];
         // The round-robin's next flow sends at the wake-up: fetch its line now.
         if let Some(&g) = host.active.front() {
@@ -548,7 +665,8 @@ impl Hosts {
                     e.cx.counters.acks_sent += 1;
                     *e.fabric.slots.pkt_mut(i) = ack;
                     let data = ack.kind == PacketKind::Data;
-                    e.fabric.inject(e.cx, PortId(h.0), i, ack.wire_bytes, data);
+                    let port = self.port_for(e.topo, h, &ack);
+                    e.fabric.inject(e.cx, port, i, ack.wire_bytes, data);
                 } else {
                     e.fabric.slots.release(i);
                 }

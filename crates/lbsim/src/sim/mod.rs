@@ -254,6 +254,7 @@ macro_rules! env {
     ($s:ident) => {
         Env {
             cx: &mut $s.cx,
+            topo: &$s.sc.topology,
             fabric: &mut $s.fabric,
             flows: &mut $s.flows,
             rates: $s.control.rates(),
@@ -277,6 +278,22 @@ fn base_rtt(
         t + r.serialization(mtu) + r.serialization(pk.ack_bytes as u64)
     });
     ser + path.latency + path.latency
+}
+
+/// The rate a flow's source can send it at: the host's pacer, or on hosts with several ports
+/// the ports toward its destination together, each paced.
+fn line_rate(sc: &Scenario, spec: &FlowSpec, pace_rate: BitsPerSec) -> BitsPerSec {
+    let topo = &sc.topology;
+    if topo.single_homed() {
+        return pace_rate;
+    }
+    let (first, n) = match topo.host_route(spec.src, spec.dst) {
+        crate::net::Route::Port(p) => (p.0, 1),
+        crate::net::Route::Group { first, n } => (first.0, n),
+    };
+    let sum = (first..first + n).fold(0u64, |x, p| x.saturating_add(topo.links[p as usize].rate.0));
+    crate::stats::bound::pace_rate(BitsPerSec(sum), sc.settings.rate_coef)
+        .unwrap_or(BitsPerSec(sum))
 }
 
 /// What a flow's CC knows of its path: the idle round trip of a full packet and its ACK.
@@ -348,7 +365,7 @@ fn build_flows(sc: &Scenario, pace_rate: BitsPerSec) -> Vec<Flow> {
             let cctx = cc_ctx(
                 &sc.topology,
                 spec,
-                pace_rate,
+                line_rate(sc, spec, pace_rate),
                 pk,
                 lr == LossRecoveryKind::Trim,
             );

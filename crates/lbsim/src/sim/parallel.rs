@@ -232,6 +232,20 @@ impl Simulation {
         if telemetry {
             return Some("telemetry samples one world".into());
         }
+        // A cut link shorter than the window (a scale-up domain's, across pods or leaves)
+        // would deliver inside the window it was sent in.
+        if let Some(l) = sc
+            .topology
+            .links
+            .iter()
+            .find(|l| plan.owner(l.from) != plan.owner(l.to) && l.latency < self.window)
+        {
+            return Some(format!(
+                "the link {}-{} crosses partitions and is shorter than a window",
+                sc.topology.node_name(l.from),
+                sc.topology.node_name(l.to)
+            ));
+        }
         if sc.settings.failure_aware_rate && !sc.failures.is_empty() {
             return Some(
                 "failure-aware rates follow which flows are sending, seen in one world".into(),

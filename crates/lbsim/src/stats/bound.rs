@@ -97,7 +97,8 @@ struct Nic {
 impl Nic {
     fn of(topo: &Topology, size: u64, s: Sizes) -> Nic {
         let bytes = data_wire_bytes(size, s);
-        let Some(p) = s.pace else {
+        // Hosts with several ports pace each port: their NIC terms count line rate (lower).
+        let Some(p) = s.pace.filter(|_| topo.single_homed()) else {
             return Nic {
                 bytes,
                 ..Nic::default()
@@ -129,7 +130,7 @@ impl Nic {
         }
     }
 
-    /// The NIC's least time to put all of it out.
+    /// The NIC's least time to put all of it out (a host with one port).
     fn time(self, topo: &Topology, s: Sizes) -> SimTime {
         match s.pace {
             None => topo.host_rate.serialization(self.bytes),
@@ -138,11 +139,40 @@ impl Nic {
     }
 }
 
+/// The host ports a flow leaves its source by (`up`) or reaches its destination by: the
+/// first two of its cuts.
+fn host_cut(topo: &Topology, f: &FlowSpec, up: bool) -> Cut {
+    let mut c = topo.cuts(f.src, f.dst);
+    let first = c.next().expect("a flow crosses its hosts' links");
+    if up {
+        first
+    } else {
+        c.next().expect("and its destination's")
+    }
+}
+
+impl Nic {
+    /// The least time to put it out through a flow's host ports (all of them at line rate
+    /// where a host has several).
+    fn time_at(self, topo: &Topology, s: Sizes, f: &FlowSpec) -> SimTime {
+        if topo.single_homed() {
+            self.time(topo, s)
+        } else {
+            topo.cut_rate(host_cut(topo, f, true))
+                .serialization(self.bytes)
+        }
+    }
+}
+
 /// The links of the path from `src` to `dst` (the routes' first choices, as
 /// [`Topology::path`]): (rate, latency) of each, the NIC first.
 fn hops(topo: &Topology, src: HostId, dst: HostId) -> Vec<(BitsPerSec, SimTime)> {
     let mut out = Vec::with_capacity(6);
-    let mut link = &topo.links[topo.host_uplink(src).idx()];
+    let first = match topo.host_route(src, dst) {
+        Route::Port(p) => p,
+        Route::Group { first, .. } => first,
+    };
+    let mut link = &topo.links[first.idx()];
     loop {
         out.push((link.rate, link.latency));
         let NodeId::Switch(sw) = link.to else {
@@ -163,6 +193,9 @@ fn hops(topo: &Topology, src: HostId, dst: HostId) -> Vec<(BitsPerSec, SimTime)>
 /// downlink terms already count).
 fn crossings(topo: &Topology, f: &FlowSpec, s: Sizes) -> Vec<(Cut, SimTime, SimTime)> {
     let mut out = Vec::new();
+    if topo.same_domain(f.src, f.dst) {
+        return out; // inside a scale-up domain: no fabric cut
+    }
     let tiers = topo.tiers().saturating_sub(1);
     let mut h = Vec::new();
     for t in 0..tiers {
@@ -218,7 +251,7 @@ fn crossings(topo: &Topology, f: &FlowSpec, s: Sizes) -> Vec<(Cut, SimTime, SimT
 /// ToRs' cuts, whichever is longer (from its start).
 fn alone(topo: &Topology, f: &FlowSpec, s: Sizes) -> SimTime {
     let nic = Nic::of(topo, f.size_bytes, s);
-    let mut t = nic.time(topo, s) + path_tail(topo, f, s);
+    let mut t = nic.time_at(topo, s, f) + path_tail(topo, f, s);
     for (cut, at, tail) in crossings(topo, f, s) {
         t = t.max(at + topo.cut_rate(cut).serialization(nic.bytes) + tail);
     }
@@ -355,6 +388,7 @@ fn link_bound(
         },
     }
     let mut best = SimTime::ZERO;
+    let single = topo.single_homed();
     // (server's key, release, data, tail), grouped by key with the latest releases first.
     let mut jobs: Vec<(u64, SimTime, Nic, SimTime)> = Vec::with_capacity(set.len());
     let mut scratch: Vec<(SimTime, Nic, SimTime)> = Vec::new();
@@ -365,7 +399,7 @@ fn link_bound(
     let unkey = |k: u64| Cut {
         tier: match k >> 33 {
             0 => None,
-            t => Some(t as u8 - 1),
+            t => Some((t - 1) as u8),
         },
         up: (k >> 32) & 1 == 1,
         index: k as u32,
@@ -389,6 +423,20 @@ fn link_bound(
                 },
             };
             match server {
+                // Hosts with several ports: one server per host and kind of port (network or
+                // scale-up), keyed as its cut.
+                Server::Nic if !single => jobs.push((
+                    key(host_cut(topo, f, true)),
+                    st,
+                    data,
+                    path_tail(topo, f, s),
+                )),
+                Server::Downlink if !single => jobs.push((
+                    key(host_cut(topo, f, false)),
+                    st,
+                    data,
+                    path_tail(topo, f, s),
+                )),
                 Server::Nic => jobs.push((f.src.0 as u64, st, data, path_tail(topo, f, s))),
                 Server::Downlink => jobs.push((f.dst.0 as u64, st, data, path_tail(topo, f, s))),
                 Server::Cut { up } => {
@@ -405,6 +453,10 @@ fn link_bound(
             scratch.clear();
             scratch.extend(group.iter().map(|j| (j.1, j.2, j.3)));
             let b = match server {
+                Server::Nic | Server::Downlink if !single => {
+                    let rate = topo.cut_rate(unkey(group[0].0));
+                    release_bound(&scratch, |d| rate.serialization(d.bytes))
+                }
                 Server::Nic => release_bound(&scratch, |d| d.time(topo, s)),
                 Server::Downlink => {
                     release_bound(&scratch, |d| topo.host_rate.serialization(d.bytes))

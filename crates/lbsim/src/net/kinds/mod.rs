@@ -12,6 +12,7 @@ use crate::time::{BitsPerSec, SimTime};
 pub mod clos;
 pub mod fat_tree;
 pub mod leaf_spine;
+pub mod simai;
 
 /// What a kind says of itself.
 pub struct KindInfo {
@@ -72,6 +73,7 @@ kinds! {
     FatTree => fat_tree,
     LeafSpine => leaf_spine,
     Clos => clos,
+    Simai => simai,
 }
 
 impl TopologyConfig {
