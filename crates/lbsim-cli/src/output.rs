@@ -75,6 +75,9 @@ pub fn run_files(res: &RunOutput) -> Result<Vec<(&'static str, Vec<u8>)>> {
     let mut json = serde_json::to_vec_pretty(&value)?;
     json.push(b'\n');
     files.push(("summary.json", json));
+    let mut fabric = serde_json::to_vec_pretty(&res.fabric)?;
+    fabric.push(b'\n');
+    files.push(("fabric.json", fabric));
     Ok(files)
 }
 

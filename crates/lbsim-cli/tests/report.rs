@@ -127,9 +127,22 @@ fn report_of_a_run_and_of_a_compare_directory() {
         "fig-run-timeline-ofan",
         "fig-run-flows-ofan",
         "telemetry",
+        "fabric",
     ] {
         assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
     }
+    // The fabric's tiers from the run's fabric.json, top first: a k=4 fat-tree's 4 cores over
+    // 8 aggregation switches over 8 ToRs over 16 hosts.
+    let tiers: Vec<usize> = [
+        "core: 4 switches",
+        "agg: 8 switches",
+        "tor: 8 switches",
+        "hosts: 16",
+    ]
+    .iter()
+    .map(|t| html.find(t).unwrap_or_else(|| panic!("missing {t}")))
+    .collect();
+    assert!(tiers.windows(2).all(|w| w[0] < w[1]), "{tiers:?}");
     // Eight collectives (4 layers x all-gather and reduce-scatter), each a bar with its bound.
     assert_eq!(html.matches("(bound ").count(), 8);
     assert!(!html.contains("fig-run-cct"), "one run: no per-scheme bars");

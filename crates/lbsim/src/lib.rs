@@ -38,6 +38,8 @@ pub struct RunOutput {
     pub interrupted: bool,
     /// How the run used `threads` (None: one thread was asked for).
     pub parallel: Option<sim::Parallel>,
+    /// The fabric it ran on (`fabric.json`).
+    pub fabric: net::topology::FabricSummary,
 }
 
 /// Builds, runs and summarizes one scenario, filling in the wall-clock fields.
@@ -58,6 +60,7 @@ pub fn run_with(
     sink: Option<&mut dyn stats::telemetry::TelemetrySink>,
 ) -> RunOutput {
     let labels = sc.labels.clone();
+    let fabric = sc.topology.fabric_summary();
     let t0 = std::time::Instant::now();
     let threads = sc.settings.threads.unwrap_or(1) as usize;
     let mut sim = Simulation::new(sc);
@@ -78,5 +81,6 @@ pub fn run_with(
         flows,
         interrupted,
         parallel: sim.parallel().cloned(),
+        fabric,
     }
 }

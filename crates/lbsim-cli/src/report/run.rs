@@ -40,6 +40,8 @@ pub struct RunData {
     pub summary: Value,
     pub flows: Vec<Flow>,
     pub collectives: Vec<Collective>,
+    /// `fabric.json`, if the run wrote one.
+    pub fabric: Option<Value>,
 }
 
 /// The run directories `dir` holds: itself if it is one, else its subdirectories that are (a
@@ -154,12 +156,20 @@ impl RunData {
                 });
             }
         }
+        let fp = dir.join("fabric.json");
+        let fabric = match std::fs::read_to_string(&fp) {
+            Ok(t) => Some(
+                serde_json::from_str(&t).with_context(|| format!("{}: not JSON", fp.display()))?,
+            ),
+            Err(_) => None,
+        };
         Ok(RunData {
             name,
             dir: dir.to_path_buf(),
             summary,
             flows,
             collectives,
+            fabric,
         })
     }
 
@@ -220,6 +230,9 @@ pub fn render(dir: &Path, dirs: &[PathBuf]) -> Result<String> {
     );
     unfinished_note(&mut o, &runs);
     summary_table(&mut o, &runs);
+    if let Some(f) = &first.fabric {
+        fabric_tiers(&mut o, f);
+    }
     if compare {
         cct_bars(&mut o, &runs);
     }
@@ -234,6 +247,140 @@ pub fn render(dir: &Path, dirs: &[PathBuf]) -> Result<String> {
     );
     o.push_str("</body></html>\n");
     Ok(o)
+}
+
+/// The fabric's tiers, hosts at the bottom: per tier its switches (a box each, up to a row's
+/// worth), ports down and up, and the capacity and oversubscription of the links between it
+/// and the tier above; scale-up switches beside the hosts.
+fn fabric_tiers(o: &mut String, fab: &Value) {
+    let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let pair = |v: &Value, k: &str| {
+        let p = v.get(k).and_then(Value::as_array);
+        let g = |i: usize| {
+            p.and_then(|p| p.get(i))
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0)
+        };
+        if g(0) == g(1) {
+            fmt(g(0))
+        } else {
+            format!("{}-{}", fmt(g(0)), fmt(g(1)))
+        }
+    };
+    let Some(tiers) = fab.get("tiers").and_then(Value::as_array) else {
+        return;
+    };
+    // Rows from the top: each tier, then the hosts.
+    let mut rows: Vec<(String, f64, String)> = tiers
+        .iter()
+        .rev()
+        .map(|t| {
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("?");
+            let (down, up) = (num(t, "down_bps"), num(t, "up_bps"));
+            let over = if up > 0.0 {
+                format!(
+                    ", {}:1 over its uplinks ({} Tb/s)",
+                    fmt(down / up),
+                    fmt(up / 1e12)
+                )
+            } else {
+                String::new()
+            };
+            (
+                format!("{name}: {} switches", fmt(num(t, "switches"))),
+                num(t, "switches"),
+                format!(
+                    "{} down, {} up ports each; {} Tb/s down{over}",
+                    pair(t, "down"),
+                    pair(t, "up"),
+                    fmt(down / 1e12)
+                ),
+            )
+        })
+        .collect();
+    let scale = num(fab, "scale_up_switches");
+    let hosts_note = format!(
+        "{} Gb/s, {} uplinks each{}",
+        fmt(num(fab, "host_gbps")),
+        pair(fab, "host_uplinks"),
+        if scale > 0.0 {
+            format!(
+                "; {} scale-up domains over {} NVSwitches ({} links each)",
+                fmt(num(fab, "scale_up_domains")),
+                fmt(scale),
+                pair(fab, "scale_up_links")
+            )
+        } else {
+            String::new()
+        }
+    );
+    rows.push((
+        format!("hosts: {}", fmt(num(fab, "hosts"))),
+        num(fab, "hosts"),
+        hosts_note,
+    ));
+    const BOXES: f64 = 32.0;
+    let (w, row) = (980.0, 64.0);
+    let f = Frame::new(w, rows.len() as f64 * row + 24.0);
+    let title = format!(
+        "The fabric: {}",
+        fab.get("label").and_then(Value::as_str).unwrap_or("")
+    );
+    figure_open(
+        o,
+        "fabric",
+        &title,
+        &format!(
+            "Tiers from the top, hosts at the bottom; a box per switch or host (up to {BOXES});              bisection {} Tb/s.",
+            fmt(num(fab, "bisection_gbps") / 1e3)
+        ),
+    );
+    svg::open(o, &f, &title);
+    for (i, (name, count, note)) in rows.iter().enumerate() {
+        let y = 12.0 + i as f64 * row;
+        let shown = count.min(BOXES);
+        let bw = ((w - 360.0) / BOXES).min(24.0);
+        for k in 0..shown as usize {
+            let _ = write!(
+                o,
+                r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="14" fill="#{}" stroke="#333" stroke-width="0.5"/>"##,
+                8.0 + k as f64 * (bw + 2.0),
+                y,
+                bw,
+                if i + 1 == rows.len() {
+                    "cfe3f7"
+                } else {
+                    "e8e8e8"
+                }
+            );
+        }
+        if *count > BOXES {
+            let _ = write!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}">... {}</text>"#,
+                12.0 + BOXES * (bw + 2.0),
+                y + 11.0,
+                fmt(*count)
+            );
+        }
+        let _ = write!(
+            o,
+            r#"<text x="8" y="{:.1}" font-weight="bold">{}</text><text x="200" y="{:.1}">{}</text>"#,
+            y + 30.0,
+            esc(name),
+            y + 30.0,
+            esc(note)
+        );
+        if i + 1 < rows.len() {
+            let _ = write!(
+                o,
+                r##"<line x1="20" y1="{:.1}" x2="20" y2="{:.1}" stroke="#999"/>"##,
+                y + 36.0,
+                y + row
+            );
+        }
+    }
+    o.push_str("</svg></figure>\n");
 }
 
 /// Runs that did not finish have no CCT: say which, how far they got, and what stands in.

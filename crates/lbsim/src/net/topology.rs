@@ -112,7 +112,7 @@ impl GroupMap {
 }
 
 /// One tier as `lbsim topology` prints it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct TierSummary {
     pub name: &'static str,
     pub switches: u32,
@@ -124,6 +124,26 @@ pub struct TierSummary {
     pub up_bps: u128,
     /// Paths between two hosts whose lowest common tier is this one (None: no such pair).
     pub paths: Option<u64>,
+}
+
+/// The fabric as a run's `fabric.json` records it (what `lbsim topology` prints), for reports.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct FabricSummary {
+    pub label: String,
+    pub hosts: u32,
+    pub switches: u32,
+    /// Egress ports (one per direction of each cable).
+    pub links: u32,
+    pub host_gbps: f64,
+    /// Least and most uplinks of a host, and of scale-up links.
+    pub host_uplinks: (u32, u32),
+    pub scale_up_links: (u32, u32),
+    /// Scale-up domains and switches (zero: none).
+    pub scale_up_domains: u32,
+    pub scale_up_switches: u32,
+    /// Tiers, lowest first.
+    pub tiers: Vec<TierSummary>,
+    pub bisection_gbps: f64,
 }
 
 /// A cut of the fabric the bound and failure-aware rates treat as one server: the links out of
@@ -1160,6 +1180,25 @@ impl Topology {
                 s
             })
             .collect()
+    }
+
+    /// The summary a run records in `fabric.json`.
+    pub fn fabric_summary(&self) -> FabricSummary {
+        let (host_uplinks, scale_up_links) = self.host_port_counts();
+        let (domains, scale) = self.scale_up_summary().unwrap_or((0, 0));
+        FabricSummary {
+            label: self.label.clone(),
+            hosts: self.hosts,
+            switches: self.switches.len() as u32,
+            links: self.links.len() as u32,
+            host_gbps: self.host_rate.gbps(),
+            host_uplinks,
+            scale_up_links,
+            scale_up_domains: domains,
+            scale_up_switches: scale,
+            tiers: self.tier_summaries(),
+            bisection_gbps: self.bisection_bps() as f64 / 1e9,
+        }
     }
 
     /// Half the least total capacity of any tier's uplinks (the hosts' links counted as the

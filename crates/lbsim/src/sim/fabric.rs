@@ -34,6 +34,9 @@ pub(super) struct Fabric {
     /// The packets the ports hold.
     pub(super) slots: Slots,
     switches: Vec<Switch>,
+    /// Hosts with several ports: each host's choice among its ports toward a destination, by
+    /// the scheme's switch policy, as at any next-hop group (empty: one port each).
+    host_choice: Vec<Switch>,
     /// Packets put on links so far.
     pub(super) hops: u64,
     /// Ports put control packets ahead of data (trimming, EQDS).
@@ -173,10 +176,30 @@ impl Fabric {
                 }
             })
             .collect();
+        // A host's uplinks are a group of its leaf's tier: its policy is built as a leaf's.
+        let host_choice = if topo.single_homed() {
+            Vec::new()
+        } else {
+            (0..topo.hosts)
+                .map(|h| {
+                    let i = (topo.switches.len() + h as usize) as u64;
+                    let ctx = SwitchCtx {
+                        topology: topo,
+                        switch: topo.leaf_of(HostId(h)),
+                        salt: crate::rng::derive_seed(st.seed, Stream::Salt, i),
+                    };
+                    Switch {
+                        lb: SwitchLb::new(sc.scheme, &ctx, &st.load_balancing),
+                        rng: rng_for(st.seed, Stream::Switch, i),
+                    }
+                })
+                .collect()
+        };
         Fabric {
             ports,
             slots: Slots::new(),
             switches,
+            host_choice,
             hops: 0,
             prio,
             ctrl_cap: st.control_buffer_bytes,
@@ -228,6 +251,36 @@ impl Fabric {
     #[inline(always)]
     pub(super) fn prefetch_port(&self, port: PortId) {
         self.ports[port.idx()].prefetch_head();
+    }
+
+    /// The port host `h` sends the packet in slot `i` on: the one port toward its destination,
+    /// or the choice of the scheme's switch policy among them.
+    pub(super) fn host_port(&mut self, cx: &Cx, topo: &Topology, h: HostId, i: u32) -> PortId {
+        let packet = *self.slots.pkt(i);
+        match topo.host_route(h, packet.dst) {
+            Route::Port(p) => p,
+            Route::Group { first, n } => {
+                let is_ack = !packet.kind.is_forward();
+                let view = PacketView {
+                    weights: None,
+                    epoch: self.routing_epoch,
+                    src: packet.src,
+                    dst: packet.dst,
+                    flow_key: flow_key(packet.src, packet.dst, is_ack),
+                    entropy: packet.entropy,
+                    is_ack,
+                    now: cx.now,
+                };
+                let group = &mut self.ports[first.idx()..first.idx() + n as usize];
+                if self.sync_groups {
+                    for p in group.iter_mut() {
+                        p.sync(cx.now);
+                    }
+                }
+                let c = &mut self.host_choice[h.idx()];
+                PortId(first.0 + c.lb.choose(&view, group, &mut c.rng) as u32)
+            }
+        }
     }
 
     /// Offers the packet in slot `i` to a switch's egress port: drop-tail on the byte buffer (or

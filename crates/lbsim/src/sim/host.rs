@@ -10,13 +10,13 @@ use super::telemetry::PathLog;
 use super::{Cx, Event};
 use crate::ids::{FlowId, HostId, PortId};
 use crate::lb::{AckInfo, HostLbs, HostSetup};
-use crate::net::{Packet, PacketKind, Route, Topology};
+use crate::net::{Packet, PacketKind, Topology};
 use crate::rng::Stream;
 use crate::scenario::Scenario;
 use crate::time::{BitsPerSec, SimTime};
 use crate::transport::cc::CcKind;
 use crate::transport::endpoint::Transmit;
-use crate::transport::{flow_key, Flow};
+use crate::transport::Flow;
 
 struct Host {
     /// Flows with data to send, served round-robin.
@@ -45,12 +45,12 @@ struct Host {
 const NIC_QUEUE_PACKETS: u64 = 4;
 
 /// Hosts with several ports (`Topology::single_homed` is false): per host port its pacer,
-/// its pacing rate and how far ahead its queue may run; per host its uplink hash's salt.
+/// its pacing rate and how far ahead its queue may run. Which port a packet takes is the
+/// fabric's (`Fabric::host_port`).
 struct MultiPort {
     next_send: Vec<SimTime>,
     pace: Vec<BitsPerSec>,
     ahead: Vec<SimTime>,
-    salt: Vec<u64>,
 }
 
 impl MultiPort {
@@ -69,12 +69,6 @@ impl MultiPort {
                 .map(|p| rate(p).serialization(NIC_QUEUE_PACKETS * mtu))
                 .collect(),
             pace,
-            salt: (0..topo.hosts as u64)
-                .map(|h| {
-                    let i = topo.switches.len() as u64 + h;
-                    crate::rng::derive_seed(st.seed, Stream::Salt, i)
-                })
-                .collect(),
         }
     }
 
@@ -94,23 +88,6 @@ impl MultiPort {
             ));
         }
         idle.max(drained)
-    }
-
-    /// The port host `h` puts `pkt` on: one of the ports toward its destination, by the salted
-    /// hash of its flow and entropy (as a switch's ECMP picks).
-    #[inline]
-    fn port(&self, topo: &Topology, h: HostId, pkt: &Packet) -> PortId {
-        match topo.host_route(h, pkt.dst) {
-            Route::Port(p) => p,
-            Route::Group { first, n } => {
-                let is_ack = !pkt.kind.is_forward();
-                let hash = crate::lb::ecmp::HashPolicy {
-                    salt: self.salt[h.idx()],
-                }
-                .hash(flow_key(pkt.src, pkt.dst, is_ack), pkt.entropy);
-                PortId(first.0 + crate::lb::ecmp::bucket(hash, n as usize) as u32)
-            }
-        }
     }
 }
 
@@ -235,12 +212,12 @@ impl Hosts {
         }
     }
 
-    /// The port host `h` sends `pkt` on.
+    /// The port host `h` sends the packet in slot `i` on.
     #[inline(always)]
-    fn port_for(&self, topo: &Topology, h: HostId, pkt: &Packet) -> PortId {
+    fn port_for(&self, e: &mut Env, h: HostId, i: u32) -> PortId {
         match &self.multi {
             None => PortId(h.0),
-            Some(m) => m.port(topo, h, pkt),
+            Some(_) => e.fabric.host_port(e.cx, e.topo, h, i),
         }
     }
 
@@ -477,7 +454,7 @@ impl Hosts {
             }
             e.cx.counters.acks_sent += 1;
             let i = e.fabric.slots.insert(pull);
-            let port = self.port_for(e.topo, h, &pull);
+            let port = self.port_for(e, h, i);
             e.fabric.inject(e.cx, port, i, pull.wire_bytes, false);
             return;
         }
@@ -584,7 +561,7 @@ impl Hosts {
                 e.fabric.ports[port.idx()].busy_until.max(host.next_send)
             }
             Some(m) => {
-                let port = m.port(e.topo, h, &pkt);
+                let port = e.fabric.host_port(e.cx, e.topo, h, i);
                 let p = port.idx();
                 m.next_send[p] = m.next_send[p].max(now) + m.pace[p].serialization(wire as u64);
                 e.fabric.inject(e.cx, port, i, pkt.wire_bytes, true);
@@ -665,7 +642,7 @@ impl Hosts {
                     e.cx.counters.acks_sent += 1;
                     *e.fabric.slots.pkt_mut(i) = ack;
                     let data = ack.kind == PacketKind::Data;
-                    let port = self.port_for(e.topo, h, &ack);
+                    let port = self.port_for(e, h, i);
                     e.fabric.inject(e.cx, port, i, ack.wire_bytes, data);
                 } else {
                     e.fabric.slots.release(i);
