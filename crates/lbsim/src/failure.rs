@@ -347,6 +347,8 @@ impl Weights {
                     continue;
                 }
                 let (first, n, grouped) = match topo.route(sw, dst) {
+                    // A scale-up switch outside the destination's domain: no route at all.
+                    Route::Group { n: 0, .. } => continue,
                     Route::Port(p) => (p, 1, false),
                     Route::Group { first, n } => (first, n, true),
                 };

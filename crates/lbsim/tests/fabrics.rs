@@ -578,3 +578,57 @@ fn a_simai_fabric_runs_alike_on_one_and_three_threads() {
         .collect();
     assert_eq!(runs[0], runs[1]);
 }
+
+#[test]
+fn pfc_telemetry_and_failures_work_on_a_dual_homed_simai_fabric() {
+    let fixed = DUAL_TOR.replacen("12 2 2 6 16", "12 2 2 6 20", 1);
+    let cm: String = (0..4)
+        .flat_map(|i| (0..4).filter(move |&j| j != i).map(move |j| (i, j)))
+        .enumerate()
+        .map(|(n, (i, j))| format!("{i}->{j} id {} start 0 size 1000000\n", n + 1))
+        .collect();
+    // Lossless: PFC pauses a GPU's ports as any switch's (a GPU stops pulling while one of
+    // its ports is paused); nothing is dropped and everything arrives.
+    let sc = on_simai(
+        &fixed,
+        &cm,
+        &[
+            "topology.pfc=true",
+            "topology.buffer_bytes=600000",
+            "topology.pfc_xoff_bytes=20000",
+            "topology.pfc_xon_bytes=12000",
+            "load_balancing.scheme=host_spray",
+        ],
+    )
+    .unwrap();
+    let sim = run(sc);
+    check_conservation_of(&sim, "pfc");
+    assert!(sim.flows().iter().all(|f| f.finish.is_some()));
+    assert_eq!(sim.counters().data_dropped, 0);
+    assert!(
+        sim.pfc_pause_frames().unwrap() > 0,
+        "the incast into each GPU pauses"
+    );
+    // Telemetry names the NVLink ports' tier.
+    let t = &on_simai(&fixed, "0->1 id 1 start 0 size 100\n", &[])
+        .unwrap()
+        .topology;
+    let nv = t.host_ports(HostId(0)).end - 1;
+    assert_eq!(t.port_tier(lbsim::ids::PortId(nv as u32)), "nvlink_up");
+    assert!(t.port_tiers().iter().any(|n| n == "nvlink_down"));
+    // A leaf-spine cable down: routing converges around it (W-ECMP weights computed from the
+    // imported graph) and every flow completes.
+    let sc = on_simai(
+        &fixed,
+        &cm,
+        &[
+            "failures=[{kind=\"down\",link=\"asw:0-psw:0\",at_us=0}]",
+            "failure.convergence_us=20",
+            "load_balancing.scheme=ecmp",
+        ],
+    )
+    .unwrap();
+    let sim = run(sc);
+    check_conservation_of(&sim, "failure");
+    assert!(sim.flows().iter().all(|f| f.finish.is_some()));
+}
