@@ -254,6 +254,7 @@ pub fn render(dir: &Path, dirs: &[PathBuf]) -> Result<String> {
 /// and the tier above; scale-up switches beside the hosts.
 fn fabric_tiers(o: &mut String, fab: &Value) {
     let num = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let int = |x: f64| (x.round() as u64).to_string();
     let pair = |v: &Value, k: &str| {
         let p = v.get(k).and_then(Value::as_array);
         let g = |i: usize| {
@@ -262,9 +263,9 @@ fn fabric_tiers(o: &mut String, fab: &Value) {
                 .unwrap_or(0.0)
         };
         if g(0) == g(1) {
-            fmt(g(0))
+            int(g(0))
         } else {
-            format!("{}-{}", fmt(g(0)), fmt(g(1)))
+            format!("{}-{}", int(g(0)), int(g(1)))
         }
     };
     let Some(tiers) = fab.get("tiers").and_then(Value::as_array) else {
@@ -287,7 +288,7 @@ fn fabric_tiers(o: &mut String, fab: &Value) {
                 String::new()
             };
             (
-                format!("{name}: {} switches", fmt(num(t, "switches"))),
+                format!("{name}: {} switches", int(num(t, "switches"))),
                 num(t, "switches"),
                 format!(
                     "{} down, {} up ports each; {} Tb/s down{over}",
@@ -306,8 +307,8 @@ fn fabric_tiers(o: &mut String, fab: &Value) {
         if scale > 0.0 {
             format!(
                 "; {} scale-up domains over {} NVSwitches ({} links each)",
-                fmt(num(fab, "scale_up_domains")),
-                fmt(scale),
+                int(num(fab, "scale_up_domains")),
+                int(scale),
                 pair(fab, "scale_up_links")
             )
         } else {
@@ -315,7 +316,7 @@ fn fabric_tiers(o: &mut String, fab: &Value) {
         }
     );
     rows.push((
-        format!("hosts: {}", fmt(num(fab, "hosts"))),
+        format!("hosts: {}", int(num(fab, "hosts"))),
         num(fab, "hosts"),
         hosts_note,
     ));
@@ -360,7 +361,7 @@ fn fabric_tiers(o: &mut String, fab: &Value) {
                 r#"<text x="{:.1}" y="{:.1}">... {}</text>"#,
                 12.0 + BOXES * (bw + 2.0),
                 y + 11.0,
-                fmt(*count)
+                int(*count)
             );
         }
         let _ = write!(
