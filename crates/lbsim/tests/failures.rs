@@ -205,11 +205,14 @@ fn failure_aware_rates_count_only_the_flows_sending_at_once() {
         "workload.kind=ring_allreduce",
         "workload.message_bytes=1048576",
     ];
-    let plain = common::run(common::scenario(&ring)).summary();
-    let mut aware = ring.to_vec();
-    aware.push("transport.failure_aware_rate=true");
-    let aware = common::run(common::scenario(&aware)).summary();
-    assert_eq!(aware.cct_ps, plain.cct_ps);
+    // Without failures the rule never acts: it is refused, not kept silently.
+    let mut aware: Vec<String> = ring.iter().map(|s| s.to_string()).collect();
+    aware.push("transport.failure_aware_rate=true".into());
+    let e = lbsim::ScenarioFile::builtin(&aware)
+        .and_then(|f| lbsim::Scenario::build(f, &lbsim::Origin::builtin()))
+        .map(|_| ())
+        .expect_err("refused");
+    assert!(e.to_string().contains("changes nothing"), "{e}");
     // Host 0 sends two 1 MB messages to another pod one after the other, then hosts 0 and 1 one
     // each at once; ToR 0 has one live uplink of two.
     let dir = common::TempDir::new("test", "aware-chain");

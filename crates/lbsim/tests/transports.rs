@@ -432,6 +432,18 @@ fn transport_options_for_another_policy_or_unworkable_combinations_name_the_key(
             vec!["transport.tail_loss_probe=true"],
             "transport.tail_loss_probe",
         ),
+        // Silent no-ops before: the idealized transport keeps no scoreboard, and without
+        // failures neither the no-ACK timeout nor failure-aware rates ever act.
+        (
+            vec!["transport.reorder_threshold=6"],
+            "transport.reorder_threshold",
+        ),
+        (vec!["transport.rto_backoff=false"], "transport.rto_backoff"),
+        (vec!["transport.rto_us=50"], "transport.rto_us"),
+        (
+            vec!["transport.failure_aware_rate=true"],
+            "transport.failure_aware_rate",
+        ),
     ];
     for (sets, key) in cases {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();

@@ -253,6 +253,7 @@ impl Scenario {
                 SimTime::from_us_f64(us)
             }
         };
+        check_transport_no_ops(&file, o)?;
         let end_time = match (end_time, specs.is_empty()) {
             (None, false) => {
                 let sizes = bound::Sizes {
@@ -377,4 +378,51 @@ fn check_pfc(
         },
         &format!("XON ({xon} bytes) must be below XOFF ({xoff} bytes)"),
     )
+}
+
+/// Transport options the chosen configuration never reads, set to other than their defaults
+/// (`show` writes the defaults, and its output must read back), are refused naming them.
+fn check_transport_no_ops(file: &ScenarioFile, o: &Origin) -> Result<(), ConfigError> {
+    use crate::config::invalid;
+    use crate::transport::{cc::CcKind, LossRecoveryKind};
+    let tr = &file.transport;
+    let ideal = tr.cc == CcKind::Constant && tr.loss_recovery == LossRecoveryKind::IdealErasure;
+    let why_ideal = "the idealized transport (constant CC, ideal_erasure) keeps no scoreboard";
+    if ideal
+        && tr
+            .reorder_threshold
+            .is_some_and(|x| x != defaults::REORDER_THRESHOLD)
+    {
+        return Err(invalid(
+            o,
+            "transport.reorder_threshold",
+            format!("{why_ideal}: no reordering is ever counted"),
+        ));
+    }
+    if ideal && !tr.rto_backoff {
+        return Err(invalid(
+            o,
+            "transport.rto_backoff",
+            format!("{why_ideal}: it never retransmits on a timeout to back off from"),
+        ));
+    }
+    let rto_set = tr.rto_us.is_some_and(|us| us != defaults::RTO_US);
+    if ideal && rto_set && file.failures.is_empty() {
+        return Err(invalid(
+            o,
+            "transport.rto_us",
+            format!(
+                "{why_ideal}, and without [[failures]] no host policy waits for a timeout: \
+                 it changes nothing"
+            ),
+        ));
+    }
+    if tr.failure_aware_rate && file.failures.is_empty() {
+        return Err(invalid(
+            o,
+            "transport.failure_aware_rate",
+            "rates follow impaired links: with no [[failures]] it changes nothing",
+        ));
+    }
+    Ok(())
 }
