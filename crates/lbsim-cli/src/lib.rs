@@ -2,6 +2,7 @@
 //! Python package) reuse: loading scenario files, output files, sweeps, reports, guards.
 
 pub mod bench;
+pub mod fuzzing;
 pub mod guard;
 pub mod output;
 pub mod paper;

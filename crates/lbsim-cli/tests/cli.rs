@@ -588,3 +588,37 @@ fn a_full_disk_gives_a_clear_error_and_leaves_no_partial_file() {
         assert!(left.is_empty(), "{name}: left {left:?}");
     }
 }
+
+/// An output whose final name cannot be written (taken by a directory; running as root, no
+/// permission bit would stop it) ends the run with an error naming it, exit code 1, and no
+/// temporary file left; the files written before it are whole.
+#[test]
+fn an_unwritable_output_file_gives_a_clear_error_and_leaves_no_temporary() {
+    let d = tmpdir("unwritable");
+    let out = d.join("run");
+    std::fs::create_dir_all(out.join("summary.json")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args(["run", "--quiet", "--set", "topology.k=4"])
+        .args(["--set", "workload.message_bytes=65536", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot write") && err.contains("summary.json") && !err.contains("panicked"),
+        "{err}"
+    );
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| ["summary.json", "flows.csv", "collectives.csv"].contains(&n.as_str())),
+        "{names:?}"
+    );
+    let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    assert_eq!(flows.lines().count(), 17, "a header and 16 flows");
+}

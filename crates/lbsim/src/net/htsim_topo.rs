@@ -175,6 +175,13 @@ pub fn apply(text: &str, name: &str, t: &mut TopologyConfig) -> Result<(), Confi
                 format!("tier {tier}'s radix and speed must be positive"),
             ));
         }
+        // As `topology.link_gbps` is bounded; products of radices and speeds stay in range.
+        if speed > 1_000_000_000 {
+            return Err(err(
+                sl,
+                format!("Downlink_speed_Gbps {speed}: at most 1e9 Gb/s"),
+            ));
+        }
         let up = if tier + 1 < n {
             let (u, ul) = req(tier, "radix_up")?;
             if u == 0 {
@@ -259,7 +266,7 @@ pub fn apply(text: &str, name: &str, t: &mut TopologyConfig) -> Result<(), Confi
             continue;
         }
         let (down, up, speed) = r[tier];
-        let over = (down * speed) as f64 / (up * r[tier + 1].2) as f64;
+        let over = (down as f64 * speed as f64) / (up as f64 * r[tier + 1].2 as f64);
         if (o as f64 - over).abs() > 1e-9 {
             return Err(err(
                 ol,
@@ -291,7 +298,7 @@ pub fn apply(text: &str, name: &str, t: &mut TopologyConfig) -> Result<(), Confi
         t.hosts_per_leaf = rd0 as u32;
         t.leaves = leaves as u32;
         t.spines = ru0 as u32;
-        t.oversubscription = (rd0 * speed0) as f64 / (ru0 * r[1].2) as f64;
+        t.oversubscription = (rd0 as f64 * speed0 as f64) / (ru0 as f64 * r[1].2 as f64);
         t.link_gbps = speed0 as f64;
     } else {
         t.kind = TopologyKind::Clos;
@@ -333,6 +340,18 @@ mod tests {
         let mut t = TopologyConfig::default();
         apply(text, "x.topo", &mut t).map_err(|e| e.to_string())?;
         Ok(t)
+    }
+
+    /// Found by fuzzing (fuzz/regressions/topo): a speed whose product with a radix overflowed
+    /// u64 (a panic with overflow checks, a wrong oversubscription without).
+    #[test]
+    fn a_speed_past_any_link_is_refused_naming_its_line() {
+        let text = "Nodes 128\nTiers 3\nPodsize 16\nTier 0\nOversubscribed 1\n\
+                    Downlink_speed_Gbps 10000000000000000000\nRadix_Down 4\nRadix_Up 4\n\
+                    Tier 1\nDownlink_speed_Gbps 100\nRadix_Down 4\nRadix_Up 4\n\
+                    Tier 2\nDownlink_speed_Gbps 100\nRadix_Down 8\n";
+        let e = topo(text).unwrap_err();
+        assert!(e.contains("x.topo:6") && e.contains("at most 1e9"), "{e}");
     }
 
     #[test]
