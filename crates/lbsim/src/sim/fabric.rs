@@ -7,12 +7,19 @@ use super::{Cx, Event};
 use crate::failure::Weights;
 use crate::ids::{HostId, NodeId, PortId, SwitchId};
 use crate::lb::{PacketView, SwitchCtx, SwitchLb};
-use crate::net::{PacketKind, Port, Route, Slots, Topology};
+use crate::net::{Packet, PacketKind, Port, Route, Slots, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::telemetry::EventKind;
 use crate::time::SimTime;
 use crate::transport::{flow_key, Flow};
+
+/// Whose policy makes a choice among a next-hop group.
+#[derive(Clone, Copy)]
+enum Chooser {
+    Switch(SwitchId),
+    Host(HostId),
+}
 
 struct Switch {
     lb: SwitchLb,
@@ -260,27 +267,52 @@ impl Fabric {
         match topo.host_route(h, packet.dst) {
             Route::Port(p) => p,
             Route::Group { first, n } => {
-                let is_ack = !packet.kind.is_forward();
-                let view = PacketView {
-                    weights: None,
-                    epoch: self.routing_epoch,
-                    src: packet.src,
-                    dst: packet.dst,
-                    flow_key: flow_key(packet.src, packet.dst, is_ack),
-                    entropy: packet.entropy,
-                    is_ack,
-                    now: cx.now,
-                };
-                let group = &mut self.ports[first.idx()..first.idx() + n as usize];
-                if self.sync_groups {
-                    for p in group.iter_mut() {
-                        p.sync(cx.now);
-                    }
-                }
-                let c = &mut self.host_choice[h.idx()];
-                PortId(first.0 + c.lb.choose(&view, group, &mut c.rng) as u32)
+                let chosen = self.choose(cx.now, Chooser::Host(h), &packet, first, n);
+                // Hosts are not given converged weights, so a group always has a choice.
+                chosen.unwrap_or(first)
             }
         }
+    }
+
+    /// The choice of a scheme's policy among the next-hop group `first..first + n`, with the
+    /// same view of the packet at a switch and at a multi-port host's NIC. None: converged
+    /// routing knows no path to the destination from this switch.
+    #[inline(always)]
+    fn choose(
+        &mut self,
+        now: SimTime,
+        at: Chooser,
+        packet: &Packet,
+        first: PortId,
+        n: u32,
+    ) -> Option<PortId> {
+        let (weights, chooser) = match at {
+            Chooser::Switch(s) => (self.weights.get(s, packet.dst), &mut self.switches[s.idx()]),
+            Chooser::Host(h) => (None, &mut self.host_choice[h.idx()]),
+        };
+        if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
+            return None;
+        }
+        let is_ack = !packet.kind.is_forward();
+        let view = PacketView {
+            weights,
+            epoch: self.routing_epoch,
+            src: packet.src,
+            dst: packet.dst,
+            flow_key: flow_key(packet.src, packet.dst, is_ack),
+            entropy: packet.entropy,
+            is_ack,
+            now,
+        };
+        let group = &mut self.ports[first.idx()..first.idx() + n as usize];
+        // Queue-reading policies must see occupancy as of now.
+        if self.sync_groups {
+            for p in group.iter_mut() {
+                p.sync(now);
+            }
+        }
+        let i = chooser.lb.choose(&view, group, &mut chooser.rng);
+        Some(PortId(first.0 + i as u32))
     }
 
     /// Offers the packet in slot `i` to a switch's egress port: drop-tail on the byte buffer (or
@@ -604,35 +636,14 @@ impl Fabric {
             let out = match topo.route(s, packet.dst) {
                 Route::Port(p) => p,
                 Route::Group { first, n } => {
-                    let is_ack = !packet.kind.is_forward();
-                    let weights = self.weights.get(s, packet.dst);
-                    if weights.is_some_and(|w| w.iter().all(|&x| x == 0)) {
-                        // Converged routing knows no path to the destination from here.
-                        cx.counters.unroutable += 1;
-                        observe(&mut self.obs, &self.slots, cx.now, EventKind::Drop, None, i);
-                        return Arrival::Lost(i);
-                    }
-                    let view = PacketView {
-                        weights,
-                        epoch: self.routing_epoch,
-                        src: packet.src,
-                        dst: packet.dst,
-                        flow_key: flow_key(packet.src, packet.dst, is_ack),
-                        entropy: packet.entropy,
-                        is_ack,
-                        now: cx.now,
-                    };
-                    let group = &mut self.ports[first.idx()..first.idx() + n as usize];
-                    // Queue-reading policies must see occupancy as of now.
-                    if self.sync_groups {
-                        for p in group.iter_mut() {
-                            p.sync(cx.now);
+                    match self.choose(cx.now, Chooser::Switch(s), &packet, first, n) {
+                        Some(p) => p,
+                        None => {
+                            cx.counters.unroutable += 1;
+                            observe(&mut self.obs, &self.slots, cx.now, EventKind::Drop, None, i);
+                            return Arrival::Lost(i);
                         }
                     }
-                    let group = &*group;
-                    let sw = &mut self.switches[s.idx()];
-                    let i = sw.lb.choose(&view, group, &mut sw.rng);
-                    PortId(first.0 + i as u32)
                 }
             };
             match self.enqueue(cx, out, i, from, (packet.wire_bytes, packet.kind)) {
