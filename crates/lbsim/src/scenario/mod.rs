@@ -405,6 +405,25 @@ mod tests {
     }
 
     #[test]
+    fn a_set_into_a_value_names_its_type_without_echoing_it() {
+        // A value of 300 quotes: echoing it through the TOML writer overflowed its quote counter
+        // (a panic with overflow checks, as the fuzz build has), and made a 300-byte message.
+        let text = format!("seed = 1\n[workload]\npath = '{}'\n", "\"".repeat(300));
+        let e = ScenarioFile::from_toml(&text, &["workload.path.x=1".into()], &Origin::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`workload.path` is a string") && e.len() < 200,
+            "{e}"
+        );
+        let text = "[topology]\nk = 8\n";
+        let e = ScenarioFile::from_toml(text, &["topology.k.x=1".into()], &Origin::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`topology.k` is an integer (8)"), "{e}");
+    }
+
+    #[test]
     fn unknown_keys_and_bad_types_name_the_key() {
         let e = ScenarioFile::from_toml("[topology]\nkk = 3\n", &[], &Origin::builtin())
             .unwrap_err()

@@ -176,6 +176,21 @@ fn set_in_value(
             }
             set_in_value(&mut a[idx], parts, i + 1, value)
         }
-        other => Err(format!("`{here}` is a value (`{other}`), not a section")),
+        other => Err(format!("`{here}` is {}, not a section", describe(other))),
+    }
+}
+
+/// A value's type, and the value itself when it is a short scalar. Never the TOML writer: a
+/// user's string may be long or (300 quotes in a row) overflow its quote counter.
+fn describe(v: &toml::Value) -> String {
+    match v {
+        toml::Value::Integer(i) => format!("an integer ({i})"),
+        toml::Value::Float(f) => format!("a float ({f})"),
+        toml::Value::Boolean(b) => format!("a boolean ({b})"),
+        toml::Value::String(s) if s.len() <= 40 => format!("a string ({s:?})"),
+        toml::Value::String(_) => "a string".to_string(),
+        toml::Value::Datetime(_) => "a datetime".to_string(),
+        toml::Value::Array(_) => "a list".to_string(),
+        toml::Value::Table(_) => "a table".to_string(),
     }
 }
