@@ -490,19 +490,7 @@ const RAIL_2X2: &str = "9 2 2 3 10 H100\n4 5 6 7 8 \n\
 
 #[test]
 fn an_imported_simai_fabric_carries_each_path_class_at_its_exact_time() {
-    // 16 packets of 4,158 B: 332,640 ps on a 100G link, 20,790 ps on a 1.6T NVLink. Alone,
-    // a flow's last byte arrives after its first packet's crossing (each link's serialization
-    // and latency) and 15 more serializations on its slowest link.
-    let (nic, nv) = (332_640u64, 20_790u64);
-    let cases = [
-        // Same server: over the NVSwitch.
-        ("0->1", 2 * (nv + 25_000) + 15 * nv),
-        // Same rail, another server: up to the rail leaf and down.
-        ("2->0", 2 * (nic + 1_000_000) + 15 * nic),
-        // Another rail and server: leaf, spine, leaf.
-        ("1->2", 4 * (nic + 1_000_000) + 15 * nic),
-    ];
-    for (pair, want) in cases {
+    for (pair, want) in common::rail_2x2_path_classes() {
         let cm = format!("{pair} id 1 start 0 size 65536\n");
         let sc = on_simai(RAIL_2X2, &cm, &[]).unwrap();
         let sim = run(sc);

@@ -99,7 +99,7 @@ impl Hops {
         match t.kind {
             TopologyKind::LeafSpine => assert_eq!(t.spines, 1, "one path per pair"),
             TopologyKind::FatTree => assert_eq!(t.k, 2, "one path per pair"),
-            TopologyKind::Clos | TopologyKind::Simai => {
+            TopologyKind::Clos | TopologyKind::Simai | TopologyKind::Ai => {
                 unreachable!("the reference draws leaf-spines and fat-trees")
             }
         }
@@ -138,7 +138,7 @@ impl Hops {
                 (4, dst, h),
                 (9, dst, h),
             ],
-            TopologyKind::Clos | TopologyKind::Simai => {
+            TopologyKind::Clos | TopologyKind::Simai | TopologyKind::Ai => {
                 unreachable!("the reference draws leaf-spines and fat-trees")
             }
         };

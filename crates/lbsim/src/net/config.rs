@@ -96,6 +96,19 @@ pub struct TopologyConfig {
     /// link's rate and latency from it (`kind = "simai"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub simai_topo: Option<std::path::PathBuf>,
+    /// `ai`: servers, their make-up, and the fabric's shape (see `kinds::ai`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub servers: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rails: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planes: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaf_servers: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uplink_gbps: Option<f64>,
     /// An imported graph's fastest link (b/s) and longest latency (ns), for PFC's headroom.
     #[serde(skip)]
     pub file_links: Option<(u64, f64)>,
@@ -128,12 +141,47 @@ impl Default for TopologyConfig {
             pfc_xon_bytes: None,
             htsim_topo: None,
             simai_topo: None,
+            servers: None,
+            server: None,
+            rails: None,
+            planes: None,
+            leaf_servers: None,
+            uplink_gbps: None,
             file_links: None,
         }
     }
 }
 
 /// `[packet]`
+/// `[topology.server]` of kind `ai`: one training server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// GPUs, each a host with its own NIC.
+    pub gpus: u32,
+    /// Ports per NIC, each at `topology.link_gbps`: spread over the planes, then over two
+    /// leaves of a plane.
+    pub nic_ports: u32,
+    /// Each GPU's NVLink to its domain's switch, per direction (0: no NVLink). H100: 900 GB/s
+    /// both directions together.
+    pub nvlink_gbps: f64,
+    pub nvlink_latency_ns: f64,
+    /// Servers per NVLink domain (9 for a 72-GPU rack of 8-GPU servers).
+    pub domain_servers: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            gpus: 8,
+            nic_ports: 1,
+            nvlink_gbps: 3600.0,
+            nvlink_latency_ns: 25.0,
+            domain_servers: 1,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PacketConfig {
@@ -182,6 +230,9 @@ impl TopologyConfig {
                 gbps = gbps.max(t.gbps.unwrap_or(0.0));
             }
         }
+        if self.kind == TopologyKind::Ai {
+            gbps = gbps.max(super::kinds::ai::extremes(self).0);
+        }
         crate::time::BitsPerSec::from_gbps(gbps).0
     }
 
@@ -195,6 +246,9 @@ impl TopologyConfig {
             for t in &self.tier {
                 ns = ns.max(t.latency_ns.unwrap_or(0.0));
             }
+        }
+        if self.kind == TopologyKind::Ai {
+            ns = ns.max(super::kinds::ai::extremes(self).1);
         }
         ns
     }

@@ -63,3 +63,20 @@ pub fn check_conservation_of(sim: &Simulation, what: &str) {
     let dropped: u64 = sim.flows().iter().map(|f| f.packets_dropped).sum();
     assert_eq!(dropped, c.data_dropped, "{what}");
 }
+
+/// Two servers of two GPUs, rail-optimized (GPUs 0 and 2 on rail 0, 1 and 3 on rail 1), 100 Gb/s
+/// NICs and 1 us links, NVLink at 1.6 Tb/s and 25 ns: each path class of a lone 64 KiB flow
+/// and when its last byte arrives. 16 packets of 4,158 B: 332,640 ps on a 100G link, 20,790 ps
+/// on the NVLink; the first packet crosses every link (serialization and latency), the other
+/// 15 follow at the slowest link's serialization.
+pub fn rail_2x2_path_classes() -> [(&'static str, u64); 3] {
+    let (nic, nv) = (332_640u64, 20_790u64);
+    [
+        // Same server: over NVLink, not the NIC.
+        ("0->1", 2 * (nv + 25_000) + 15 * nv),
+        // Same rail, another server: up to the rail leaf and down.
+        ("2->0", 2 * (nic + 1_000_000) + 15 * nic),
+        // Another rail and server: leaf, spine, leaf.
+        ("1->2", 4 * (nic + 1_000_000) + 15 * nic),
+    ]
+}

@@ -9,6 +9,7 @@ use super::topology::{LinkParams, Topology};
 use crate::config::{check, invalid, ConfigError, Origin, MIN_GBPS};
 use crate::time::{BitsPerSec, SimTime};
 
+pub mod ai;
 pub mod clos;
 pub mod fat_tree;
 pub mod leaf_spine;
@@ -74,6 +75,7 @@ kinds! {
     LeafSpine => leaf_spine,
     Clos => clos,
     Simai => simai,
+    Ai => ai,
 }
 
 impl TopologyConfig {

@@ -1,0 +1,289 @@
+//! The `ai` fabric kind (GPU servers, a NIC per GPU, NVLink, rails, planes, dual-ToR): the same
+//! graph as SimAI's file of that cluster, each path class at its exact time, rail-aligned
+//! traffic under one leaf (counted by port), closed-form path counts, and its keys' errors.
+
+mod common;
+
+use common::{check_conservation_of, run, TempDir};
+use lbsim::ids::HostId;
+use lbsim::stats::telemetry::Collected;
+use lbsim::time::SimTime;
+use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `ai` kind with `sets` on top, and the connection matrix `cm` as its workload.
+fn ai(cm: &str, sets: &[&str]) -> Result<Scenario, String> {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = TempDir::new("ai-fabrics", &n.to_string());
+    let path = dir.join("w.cm");
+    std::fs::write(&path, cm).unwrap();
+    let mut all = vec![
+        "topology.kind=ai".to_string(),
+        "workload.kind=connection_matrix".to_string(),
+        format!("workload.path=\"{}\"", path.display()),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let file = ScenarioFile::from_toml("", &all, &Origin::builtin()).map_err(|e| e.to_string())?;
+    Scenario::build(file, &Origin::builtin()).map_err(|e| e.to_string())
+}
+
+/// Two servers of two GPUs, rail-optimized, 100 Gb/s NICs and 1 us links, NVLink at 1.6 Tb/s
+/// and 25 ns: the cluster of the SimAI file below.
+const TWO_BY_TWO: &[&str] = &[
+    "topology.servers=2",
+    "topology.leaf_servers=2",
+    "topology.server.gpus=2",
+    "topology.server.nvlink_gbps=1600",
+    "topology.server.nvlink_latency_ns=25",
+    "topology.link_gbps=100",
+    "topology.link_latency_ns=1000",
+];
+
+/// SimAI's file of that cluster: GPUs 0-3, NVSwitches 4 and 5, rail leaves 6 (GPUs 0, 2) and 7
+/// (GPUs 1, 3), spines 8 and 9 (a leaf's two down links give it two up links).
+const TWO_BY_TWO_SIMAI: &str = "10 2 2 4 12 H100\n4 5 6 7 8 9\n\
+    0 4 1600Gbps 0.000025ms 0\n0 6 100Gbps 0.001ms 0\n\
+    1 4 1600Gbps 0.000025ms 0\n1 7 100Gbps 0.001ms 0\n\
+    2 5 1600Gbps 0.000025ms 0\n2 6 100Gbps 0.001ms 0\n\
+    3 5 1600Gbps 0.000025ms 0\n3 7 100Gbps 0.001ms 0\n\
+    6 8 100Gbps 0.001ms 0\n6 9 100Gbps 0.001ms 0\n\
+    7 8 100Gbps 0.001ms 0\n7 9 100Gbps 0.001ms 0\n";
+
+#[test]
+fn the_generated_cluster_is_the_graph_simais_file_gives() {
+    let sc = ai("0->1 id 1 start 0 size 100\n", TWO_BY_TWO).unwrap();
+    let dir = TempDir::new("ai-fabrics", "simai");
+    let path = dir.join("fabric.txt");
+    std::fs::write(&path, TWO_BY_TWO_SIMAI).unwrap();
+    let file = ScenarioFile::from_toml(
+        "",
+        &[format!("topology.simai_topo=\"{}\"", path.display())],
+        &Origin::builtin(),
+    )
+    .unwrap();
+    let imported = Scenario::build(file, &Origin::builtin()).unwrap();
+    assert_eq!(
+        format!("{:?}", sc.topology.links),
+        format!("{:?}", imported.topology.links)
+    );
+    for a in 0..4 {
+        for b in 0..4 {
+            let (a, b) = (HostId(a), HostId(b));
+            assert_eq!(
+                sc.topology.count_paths(a, b),
+                imported.topology.count_paths(a, b)
+            );
+            assert_eq!(
+                sc.topology.same_domain(a, b),
+                imported.topology.same_domain(a, b)
+            );
+        }
+    }
+}
+
+#[test]
+fn each_path_class_takes_its_exact_time() {
+    for (pair, want) in common::rail_2x2_path_classes() {
+        let cm = format!("{pair} id 1 start 0 size 65536\n");
+        let sim = run(ai(&cm, TWO_BY_TWO).unwrap());
+        assert_eq!(sim.flows()[0].finish, Some(SimTime(want)), "{pair}");
+        assert_eq!(sim.summary().lower_bound_ps, want, "{pair}");
+        check_conservation_of(&sim, pair);
+    }
+}
+
+/// Bytes each port sent over the run, by the names of the nodes it joins.
+fn bytes_by_port(sc: Scenario) -> (Simulation, Vec<(String, String, u64)>) {
+    let mut sim = Simulation::new(sc);
+    let mut rows = Collected::default();
+    sim.run_with(&mut |_| true, Some(&mut rows));
+    let mut sent = vec![0u64; rows.port_index.len()];
+    for r in &rows.ports {
+        sent[r.port as usize] += r.bytes_sent;
+    }
+    let named = rows
+        .port_index
+        .iter()
+        .map(|p| (p.from.clone(), p.to.clone(), sent[p.port as usize]))
+        .collect();
+    (sim, named)
+}
+
+#[test]
+fn rail_aligned_traffic_stays_under_its_rail_leaf_and_cross_rail_climbs() {
+    // 4 servers of 8 GPUs under one unit of rail leaves: every GPU sends to its rail peer on
+    // the next server (all traffic rail-aligned), then to the next server's next rail.
+    let base = [
+        "topology.servers=4",
+        "topology.leaf_servers=4",
+        "telemetry.enabled=true",
+        "load_balancing.scheme=host_spray",
+    ];
+    let cm = |shift: u32| {
+        let mut s = String::new();
+        for h in 0..32u32 {
+            let (server, g) = (h / 8, h % 8);
+            let dst = ((server + 1) % 4) * 8 + (g + shift) % 8;
+            s.push_str(&format!("{h}->{dst} id {} start 0 size 100000\n", h + 1));
+        }
+        s
+    };
+    let (sim, ports) = bytes_by_port(ai(&cm(0), &base).unwrap());
+    assert_eq!(sim.summary().flows_completed, 32);
+    let up: u64 = ports
+        .iter()
+        .filter(|(from, to, _)| from.starts_with("leaf") && to.starts_with("spine"))
+        .map(|p| p.2)
+        .sum();
+    let spine: u64 = ports
+        .iter()
+        .filter(|(from, _, _)| from.starts_with("spine"))
+        .map(|p| p.2)
+        .sum();
+    let leaf_down: u64 = ports
+        .iter()
+        .filter(|(from, to, _)| from.starts_with("leaf") && !to.starts_with("spine"))
+        .map(|p| p.2)
+        .sum();
+    assert_eq!(
+        (up, spine),
+        (0, 0),
+        "rail-aligned traffic reached the spines"
+    );
+    assert!(leaf_down >= 32 * 100_000, "{leaf_down}");
+    // Shifted by one rail, every flow climbs to the spines and comes down the other rail.
+    let (_, ports) = bytes_by_port(ai(&cm(1), &base).unwrap());
+    let spine: u64 = ports
+        .iter()
+        .filter(|(from, _, _)| from.starts_with("spine"))
+        .map(|p| p.2)
+        .sum();
+    assert!(spine >= 32 * 100_000, "{spine}");
+}
+
+#[test]
+fn path_counts_follow_ports_planes_and_spines() {
+    // 2 servers of 2 GPUs, one unit: GPU 0 and GPU 2 share rail 0, GPU 3 is on rail 1.
+    let count = |extra: &[&str], a: u32, b: u32| {
+        let mut sets = TWO_BY_TWO.to_vec();
+        sets.extend_from_slice(extra);
+        let sc = ai("0->2 id 1 start 0 size 100\n", &sets).unwrap();
+        sc.topology.count_paths(HostId(a), HostId(b))
+    };
+    // One port: one leaf path on the rail, 2 spines across rails.
+    assert_eq!((count(&[], 0, 2), count(&[], 0, 3)), (1, 2));
+    // Dual-ToR (two ports on one plane): 2 leaves on the rail; across rails
+    // 2 uplinks x 4 spines (a leaf of 2 x 100G down has 2 up; two leaves a rail: 4) x 2 leaves.
+    let dual = ["topology.server.nic_ports=2"];
+    assert_eq!((count(&dual, 0, 2), count(&dual, 0, 3)), (2, 2 * 2 * 2));
+    // Two planes: one leaf per plane on the rail, 2 planes x 2 spines across.
+    let planes = ["topology.server.nic_ports=2", "topology.planes=2"];
+    assert_eq!((count(&planes, 0, 2), count(&planes, 0, 3)), (2, 2 * 2));
+    // Leaves per server pair (not rails): one leaf holds all four GPUs' NICs.
+    let flat = ["topology.rails=false"];
+    assert_eq!((count(&flat, 0, 2), count(&flat, 0, 3)), (1, 1));
+}
+
+#[test]
+fn a_sprayed_flow_uses_both_planes() {
+    // One flow across servers and rails on a two-plane cluster of 2 x 100G ports per NIC.
+    let run_with = |scheme: &str| {
+        let mut sets = TWO_BY_TWO.to_vec();
+        let scheme = format!("load_balancing.scheme={scheme}");
+        sets.extend([
+            "topology.server.nic_ports=2",
+            "topology.planes=2",
+            "topology.buffer_bytes=4000000",
+            "telemetry.enabled=true",
+            scheme.as_str(),
+        ]);
+        let (sim, ports) = bytes_by_port(ai("0->3 id 1 start 0 size 4000000\n", &sets).unwrap());
+        check_conservation_of(&sim, &scheme);
+        assert!(sim.summary().lower_bound_ps <= sim.flows()[0].finish.unwrap().ps());
+        // GPU 0's ports: to leaf 0 (plane 0) and leaf 2 (plane 1).
+        let sent = |leaf: &str| {
+            ports
+                .iter()
+                .find(|(from, to, _)| from == "host:0" && to == leaf)
+                .unwrap()
+                .2
+        };
+        (
+            sim.flows()[0].finish.unwrap().ps(),
+            sent("leaf:0"),
+            sent("leaf:2"),
+        )
+    };
+    // ECMP keeps the flow on one port: one port's rate (payload alone takes 320 us).
+    let (ecmp, a, b) = run_with("ecmp");
+    assert!(ecmp > 4_000_000 * 8 * 10, "{ecmp}");
+    assert!(a == 0 || b == 0, "ECMP split one flow: {a} and {b} bytes");
+    // Sprayed, its packets take both planes about equally and it finishes well before.
+    let (spray, a, b) = run_with("host_spray");
+    let (lo, hi) = (a.min(b) as f64, a.max(b) as f64);
+    assert!(lo > 0.9 * hi, "planes carried {a} and {b} bytes");
+    assert!((spray as f64) < 0.6 * ecmp as f64, "{spray} vs {ecmp}");
+}
+
+#[test]
+fn bad_cluster_keys_are_refused_by_name() {
+    let cm = "0->1 id 1 start 0 size 100\n";
+    for (sets, key) in [
+        (vec![], "topology.servers"),
+        (
+            vec!["topology.servers=4", "topology.planes=2"],
+            "topology.planes",
+        ),
+        (
+            vec!["topology.servers=4", "topology.server.nic_ports=3"],
+            "topology.server.nic_ports",
+        ),
+        (
+            vec!["topology.servers=6", "topology.leaf_servers=4"],
+            "topology.leaf_servers",
+        ),
+        (
+            vec!["topology.servers=4", "topology.oversubscription=3"],
+            "topology.oversubscription",
+        ),
+        (
+            vec!["topology.servers=4", "topology.server.gpus=0"],
+            "topology.server.gpus",
+        ),
+        (
+            vec!["topology.servers=4", "topology.server.domain_servers=3"],
+            "topology.server.domain_servers",
+        ),
+        (
+            vec!["topology.servers=4", "topology.server.nvlink_gbps=-1"],
+            "topology.server.nvlink_gbps",
+        ),
+    ] {
+        let e = ai(cm, &sets).unwrap_err();
+        assert!(e.contains(key), "{sets:?}: {e}");
+    }
+    // The cluster's keys on another kind are refused, not ignored.
+    let file = ScenarioFile::builtin(&["topology.servers=4".into()]).unwrap();
+    let e = Scenario::build(file, &Origin::builtin())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("topology.servers") && e.contains("ai"), "{e}");
+}
+
+#[test]
+fn the_presets_build_at_the_studys_scale() {
+    for (name, hosts, switches) in [
+        ("rail-optimized-1024", 1024, 32 + 32 + 128),
+        ("two-plane-1024", 1024, 2 * (32 + 32) + 128),
+        ("hpn-1024", 1024, 2 * (8 + 60) + 128),
+    ] {
+        let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let origin = Origin::file(std::path::Path::new(&path));
+        let file = ScenarioFile::from_toml(&text, &[], &origin).unwrap();
+        let sc = Scenario::build(file, &origin).unwrap();
+        assert_eq!(sc.topology.hosts, hosts, "{name}");
+        assert_eq!(sc.topology.switches.len(), switches as usize, "{name}");
+    }
+}
