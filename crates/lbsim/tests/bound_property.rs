@@ -2,13 +2,19 @@
 //! connection matrices with flows both ways and trigger chains, collectives started late and
 //! repeated, two jobs sharing the fabric, oversubscribed leaf-spines, random 2- and 3-tier Clos
 //! (tapers, parallel cables, per-tier rates and latencies), imported SimAI graphs (GPUs on
-//! NVSwitches, rail-optimized or not, dual-ToR, two planes), sizes, ACK sizes, paced
-//! hosts, every scheme, loss recovery and congestion control) never finish before their bound, nor does any collective before its
-//! own; they conserve packets and deliver every byte exactly once; and each gives the same
-//! flows and counters when it is cut into two or three partitions.
+//! NVSwitches, rail-optimized or not, dual-ToR, two planes), generated GPU clusters (the `ai`
+//! kind: rails or not, dual-ToR, planes, tapers, NVLink domains), sizes, ACK sizes, paced
+//! hosts, every scheme, loss recovery and congestion control, and on top each option those read:
+//! a scheme's, a loss recovery's and a CC's own keys, ECN marking, PFC, link failures and
+//! convergence, telemetry, rank placement and all-to-all orders) never finish before their
+//! bound, nor does any collective before its own; they conserve packets and deliver every byte
+//! exactly once; and each gives the same flows, counters and telemetry when it is cut into two
+//! or three partitions. CI draws 2,000 cases; `LBSIM_PROPTEST_CASES` sets the count, and the
+//! ignored `nightly_*` test draws 20,000.
 
 mod common;
 
+use lbsim::stats::telemetry::Collected;
 use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -45,6 +51,21 @@ enum Topo {
         nvlink: u32,
         spine: (u32, u32),
     },
+    /// The `ai` kind: `servers` of `gpus`, NICs of `ports` over `planes`, rail leaves or not,
+    /// `leaf_servers` a leaf, spines from the taper `over` and the uplinks' rate (tenths of the
+    /// NIC's), NVLink at `nvlink` x the NIC rate (0: none) over `domain` servers.
+    Ai {
+        servers: u32,
+        gpus: u32,
+        ports: u32,
+        planes: u32,
+        rails: bool,
+        leaf_servers: u32,
+        over: u32,
+        up_tenths: u32,
+        nvlink: u32,
+        domain: u32,
+    },
 }
 
 impl Topo {
@@ -54,6 +75,7 @@ impl Topo {
             Topo::LeafSpine { leaves, hosts, .. } => leaves * hosts,
             Topo::Clos { hosts, .. } => hosts,
             Topo::Simai { servers, gps, .. } => servers * gps,
+            Topo::Ai { servers, gpus, .. } => servers * gpus,
         }
     }
 }
@@ -172,7 +194,22 @@ struct Case {
     /// transport.rate_coef in hundredths.
     rate_coef: u32,
     seed: u64,
+    /// Further options: (family in `EXTRAS`, a draw that picks its keys and values).
+    extras: Vec<(usize, u32)>,
 }
+
+/// The families of options drawn on top of the core case. Each is applied only where the case
+/// reads it (a scheme's keys with that scheme, ...), since anything else is refused as a no-op.
+const EXTRAS: &[&str] = &[
+    "scheme",
+    "loss_recovery",
+    "cc",
+    "ecn",
+    "pfc",
+    "failure",
+    "telemetry",
+    "placement",
+];
 
 const LRS: &[&str] = &["ideal_erasure", "erasure", "sack", "go_back_n", "trim"];
 const CCS: &[&str] = &[
@@ -188,6 +225,7 @@ const WORKLOADS: &[&str] = &[
     "halving_doubling_allreduce",
     "fsdp",
     "ring_allgather",
+    "ring_reduce_scatter",
     "pairwise_all_to_all",
     "jobs",
 ];
@@ -236,8 +274,60 @@ fn clos() -> impl Strategy<Value = Topo> {
     prop_oneof![two, three]
 }
 
+/// Random `ai` clusters, valid by construction: leaves that divide the servers, tapers that
+/// give a whole number of spines.
+fn ai() -> impl Strategy<Value = Topo> {
+    (
+        (1u32..5, 1u32..4, 1u32..3, any::<bool>(), any::<bool>()),
+        (
+            any::<bool>(),
+            1u32..3,
+            prop_oneof![Just(5u32), Just(10), Just(20)],
+        ),
+        (
+            prop_oneof![Just(0u32), Just(4), Just(16)],
+            any::<bool>(),
+            any::<bool>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (servers, gpus, ports, two_planes, rails),
+                (whole, over, up_tenths),
+                (nvlink, wide, _),
+            )| {
+                let gpus = if servers * gpus < 2 { 2 } else { gpus };
+                let leaf_servers = if whole { servers } else { 1 };
+                let down = if rails {
+                    leaf_servers
+                } else {
+                    leaf_servers * gpus
+                };
+                // spines = down x 10 / (up_tenths x over) must be a whole number >= 1.
+                let (over, up_tenths) = if (down * 10) % (up_tenths * over) == 0 {
+                    (over, up_tenths)
+                } else {
+                    (1, 10)
+                };
+                Topo::Ai {
+                    servers,
+                    gpus,
+                    ports,
+                    planes: if ports == 2 && two_planes { 2 } else { 1 },
+                    rails,
+                    leaf_servers,
+                    over,
+                    up_tenths,
+                    nvlink,
+                    domain: if wide { servers } else { 1 },
+                }
+            },
+        )
+}
+
 fn topo() -> impl Strategy<Value = Topo> {
     prop_oneof![
+        1 => ai(),
         1 => clos(),
         1 => simai(),
         1 => prop_oneof![Just(2u32), Just(4)].prop_map(Topo::FatTree),
@@ -279,12 +369,25 @@ fn case() -> impl Strategy<Value = Case> {
             1u32..4,
             prop_oneof![2 => Just(100u32), 1 => Just(50), 1 => Just(30)],
             any::<u64>(),
+            prop::collection::vec((0usize..EXTRAS.len(), any::<u32>()), 0..4),
         ),
     )
         .prop_map(
             |(
                 (topo, gbps, latency_ns, switch_ns, buffer, payload, header, ack),
-                (scheme, lr, cc, workload, bytes, cm, start_us, iterations, rate_coef, seed),
+                (
+                    scheme,
+                    lr,
+                    cc,
+                    workload,
+                    bytes,
+                    cm,
+                    start_us,
+                    iterations,
+                    rate_coef,
+                    seed,
+                    extras,
+                ),
             )| Case {
                 topo,
                 gbps,
@@ -304,8 +407,236 @@ fn case() -> impl Strategy<Value = Case> {
                 iterations,
                 rate_coef,
                 seed,
+                extras,
             },
         )
+}
+
+/// Sets `key` to `value`, replacing an earlier setting of it.
+fn set(s: &mut Vec<String>, key: &str, value: impl std::fmt::Display) {
+    let prefix = format!("{key}=");
+    s.retain(|k| !k.starts_with(&prefix));
+    s.push(format!("{prefix}{value}"));
+}
+
+/// Applies the case's further options (`EXTRAS`) where it reads them; returns the families
+/// applied.
+fn extras(c: &Case, s: &mut Vec<String>) -> Vec<usize> {
+    let scheme = lbsim::lb::SCHEMES[c.scheme].name;
+    let (lr, cc, w) = (LRS[c.lr], CCS[c.cc], WORKLOADS[c.workload]);
+    let mut applied = Vec::new();
+    let mut drawn = Vec::new();
+    for &(family, v) in &c.extras {
+        // A family drawn twice keeps its first draw: the second's keys could contradict it.
+        if drawn.contains(&family) {
+            continue;
+        }
+        drawn.push(family);
+        // `pick(k, xs)`: the k-th independent choice among xs from this draw.
+        let pick = |k: u32, xs: &[&str]| -> String {
+            let x = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15 >> k) >> 7;
+            xs[(x % xs.len() as u64) as usize].to_string()
+        };
+        let before = s.clone();
+        match EXTRAS[family] {
+            "scheme" => match scheme {
+                "subflow" => set(s, "load_balancing.subflows", pick(0, &["1", "2", "8"])),
+                "plb" => {
+                    set(
+                        s,
+                        "load_balancing.plb_congested_fraction",
+                        pick(0, &["0.1", "0.9"]),
+                    );
+                    set(s, "load_balancing.plb_rehash_rounds", pick(1, &["1", "12"]));
+                    set(
+                        s,
+                        "load_balancing.plb_idle_rehash_rounds",
+                        pick(2, &["1", "3"]),
+                    );
+                    set(
+                        s,
+                        "load_balancing.plb_suspend_us",
+                        pick(3, &["1", "60000000"]),
+                    );
+                }
+                "flowlet_ar" => set(s, "load_balancing.flowlet_gap_us", pick(0, &["0.5", "100"])),
+                "switch_ar" => set(s, "load_balancing.ar_refresh_ns", pick(0, &["100", "5000"])),
+                "reps" => {
+                    set(s, "load_balancing.reps_freeze_us", pick(0, &["0", "100"]));
+                    set(
+                        s,
+                        "load_balancing.reps_explore_packets",
+                        pick(1, &["1", "64"]),
+                    );
+                }
+                _ => {}
+            },
+            "loss_recovery" => match lr {
+                "erasure" => set(
+                    s,
+                    "transport.erasure_extra_packets",
+                    pick(0, &["0", "1", "200"]),
+                ),
+                "trim" => {
+                    set(s, "topology.trim_header_bytes", pick(0, &["64", "128"]));
+                    set(s, "topology.return_to_sender", pick(1, &["true", "false"]));
+                    set(
+                        s,
+                        "topology.control_buffer_bytes",
+                        c.buffer / pick(2, &["1", "10"]).parse::<u64>().unwrap(),
+                    );
+                }
+                "sack" | "go_back_n" => {
+                    if lr == "sack" {
+                        set(s, "transport.reorder_threshold", pick(0, &["1", "10"]));
+                    }
+                    set(s, "transport.rto_us", pick(1, &["5", "1000"]));
+                    set(s, "transport.rto_backoff", pick(2, &["true", "false"]));
+                    if lr == "sack" {
+                        set(s, "transport.tail_loss_probe", pick(3, &["true", "false"]));
+                    }
+                }
+                _ => {}
+            },
+            "cc" => match cc {
+                "dctcp" => {
+                    set(s, "transport.dctcp.g", pick(0, &["0.0625", "0.5"]));
+                    set(
+                        s,
+                        "transport.dctcp.min_window_packets",
+                        pick(1, &["1", "2"]),
+                    );
+                    set(
+                        s,
+                        "transport.dctcp.additive_increase_packets",
+                        pick(2, &["1", "4"]),
+                    );
+                }
+                "swift" => {
+                    set(s, "transport.swift.beta", pick(0, &["0.5", "0.8"]));
+                    set(s, "transport.swift.per_hop_ns", pick(1, &["0", "500"]));
+                    set(s, "transport.swift.init_cwnd_bdp", pick(2, &["0.5", "2"]));
+                }
+                "mswift" => set(
+                    s,
+                    "transport.mswift.median_window",
+                    pick(0, &["1", "4", "16"]),
+                ),
+                "nscc" => {
+                    set(s, "transport.nscc.maxwnd_bdp", pick(0, &["0.75", "3"]));
+                    set(
+                        s,
+                        "transport.nscc.apply_interval_mtus",
+                        pick(1, &["1", "8"]),
+                    );
+                }
+                "eqds" => {
+                    set(s, "transport.eqds.unsolicited_bdp", pick(0, &["0", "3"]));
+                    set(s, "transport.eqds.pull_rate", pick(1, &["0.5", "0.99"]));
+                }
+                "dcqcn" => {
+                    let profile = pick(0, &["nic", "paper"]);
+                    set(s, "transport.dcqcn.profile", &profile);
+                    if profile == "nic" {
+                        let clamp = pick(1, &["true", "false"]);
+                        set(s, "transport.dcqcn.clamp_target_rate", clamp);
+                    }
+                    set(s, "transport.dcqcn.cnp_interval_us", pick(2, &["1", "50"]));
+                }
+                _ => {}
+            },
+            "ecn" => {
+                let tenths: u64 = pick(0, &["1", "5", "9"]).parse().unwrap();
+                let k = c.buffer * tenths / 10;
+                set(s, "topology.ecn_threshold_bytes", k);
+                if pick(1, &["step", "red"]) == "red" {
+                    set(s, "topology.ecn_kmax_bytes", (k + c.buffer) / 2 + 1);
+                    set(s, "topology.ecn_pmax", pick(2, &["0.2", "1.0"]));
+                }
+            }
+            // PFC makes the data class lossless, which trimming contradicts. Its headroom (two
+            // link latencies at the fastest rate) can reach a few MB on the drawn fabrics.
+            "pfc" if lr != "trim" => {
+                set(s, "topology.pfc", "true");
+                set(s, "topology.buffer_bytes", c.buffer + 8_000_000);
+                if pick(0, &["derived", "given"]) == "given" {
+                    set(s, "topology.pfc_xoff_bytes", c.buffer + 1_000_000);
+                    set(s, "topology.pfc_xon_bytes", (c.buffer + 1_000_000) / 2);
+                }
+            }
+            "pfc" => {}
+            "failure" => {
+                let kind = pick(0, &["down", "degraded", "flaky"]);
+                s.retain(|k| !k.starts_with("failures.0."));
+                set(s, "failures.0.kind", &kind);
+                set(s, "failures.0.random_fraction", pick(1, &["0.05", "0.3"]));
+                set(s, "failures.0.at_us", pick(2, &["0", "3"]));
+                if pick(3, &["", "recover"]) == "recover" {
+                    set(s, "failures.0.recover_at_us", "40");
+                }
+                match kind.as_str() {
+                    "degraded" => set(s, "failures.0.rate_fraction", pick(4, &["0.1", "0.5"])),
+                    "flaky" => {
+                        set(s, "failures.0.loss_good", "0");
+                        set(s, "failures.0.loss_bad", pick(4, &["0.3", "1"]));
+                        set(s, "failures.0.p_good_to_bad", "0.05");
+                        set(s, "failures.0.p_bad_to_good", "0.2");
+                    }
+                    _ => {}
+                }
+                if pick(5, &["", "converge"]) == "converge" {
+                    set(s, "failure.convergence_us", pick(6, &["0", "5", "1000"]));
+                }
+                if cc == "constant" && pick(7, &["", "aware"]) == "aware" {
+                    set(s, "transport.failure_aware_rate", "true");
+                }
+            }
+            "telemetry" => {
+                set(s, "telemetry.enabled", "true");
+                set(s, "telemetry.sample_ns", pick(0, &["730", "5000"]));
+                set(s, "telemetry.flows", pick(1, &["none", "all"]));
+                set(
+                    s,
+                    "telemetry.events",
+                    pick(
+                        2,
+                        &["\"none\"", "[\"drops\",\"marks\",\"trims\",\"pauses\"]"],
+                    ),
+                );
+            }
+            "placement" => {
+                if matches!(
+                    w,
+                    "ring_allreduce"
+                        | "halving_doubling_allreduce"
+                        | "ring_allgather"
+                        | "ring_reduce_scatter"
+                        | "pairwise_all_to_all"
+                        | "incast"
+                        | "outcast"
+                ) {
+                    set(s, "workload.gpus_per_host", pick(0, &["1", "2", "4"]));
+                    set(
+                        s,
+                        "workload.placement",
+                        pick(1, &["linear", "random", "per_tor"]),
+                    );
+                }
+                if w == "all_to_all" {
+                    set(
+                        s,
+                        "workload.all_to_all_algorithm",
+                        pick(0, &["direct", "shifted", "pairwise"]),
+                    );
+                }
+            }
+            _ => unreachable!(),
+        }
+        if *s != before {
+            applied.push(family);
+        }
+    }
+    applied
 }
 
 /// The scenario's overrides, and the connection-matrix text if it has one.
@@ -368,6 +699,34 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
                 .collect();
             s.push(format!("topology.tier=[{}]", t.join(",")));
         }
+        &Topo::Ai {
+            servers,
+            gpus,
+            ports,
+            planes,
+            rails,
+            leaf_servers,
+            over,
+            up_tenths,
+            nvlink,
+            domain,
+        } => s.extend([
+            "topology.kind=ai".to_string(),
+            format!("topology.servers={servers}"),
+            format!("topology.leaf_servers={leaf_servers}"),
+            format!("topology.rails={rails}"),
+            format!("topology.planes={planes}"),
+            format!("topology.oversubscription={over}"),
+            format!(
+                "topology.uplink_gbps={}",
+                c.gbps as f64 * up_tenths as f64 / 10.0
+            ),
+            format!("topology.server.gpus={gpus}"),
+            format!("topology.server.nic_ports={ports}"),
+            format!("topology.server.nvlink_gbps={}", c.gbps * nvlink),
+            format!("topology.server.nvlink_latency_ns={}", c.latency_ns / 20),
+            format!("topology.server.domain_servers={domain}"),
+        ]),
         // The file gives every link (written by `check`).
         Topo::Simai { .. } => s.retain(|k| {
             !["link_gbps", "link_latency_ns", "switch_latency_ns"]
@@ -412,6 +771,7 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
             | "halving_doubling_allreduce"
             | "fsdp"
             | "ring_allgather"
+            | "ring_reduce_scatter"
             | "pairwise_all_to_all"
     ) {
         // Started late and repeated: each collective's bound is measured from its own start.
@@ -490,12 +850,23 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
     (s, Some(text))
 }
 
-/// What a case exercised: (ran, finished with a CCT, lost or trimmed packets, a collective
-/// that started after time zero and finished).
-type Seen = (bool, bool, bool, bool);
+/// What a case exercised.
+#[derive(Default)]
+struct Seen {
+    ran: bool,
+    /// Finished with a CCT.
+    finished: bool,
+    /// Lost or trimmed packets.
+    lossy: bool,
+    /// A collective that started after time zero finished.
+    late: bool,
+    /// The `EXTRAS` families it ran with.
+    extras: Vec<usize>,
+}
 
 fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError> {
     let (mut s, cm) = sets(c);
+    let applied = extras(c, &mut s);
     if let Topo::Simai { .. } = c.topo {
         let path = dir.join(format!("{i}.simai"));
         std::fs::write(&path, simai_text(&c.topo, c.gbps, c.latency_ns)).unwrap();
@@ -513,7 +884,7 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
             if verbose {
                 eprintln!("skip: {e}");
             }
-            return Ok((false, false, false, false));
+            return Ok(Seen::default());
         }
     };
     // Some draws are unworkable (an ECN-driven CC whose threshold never marks, a scheme that
@@ -524,16 +895,42 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
             if verbose {
                 eprintln!("skip: {e}");
             }
-            return Ok((false, false, false, false));
+            return Ok(Seen::default());
         }
     };
     let labels = sc.labels.clone();
+    let telemetry = sc.telemetry.is_some();
     let mut split = Simulation::new(sc.clone());
     let mut sim = Simulation::new(sc);
-    sim.run();
+    let (mut rows, mut split_rows) = (Collected::default(), Collected::default());
+    let run = |sim: &mut Simulation, rows: &mut Collected| {
+        if telemetry {
+            sim.run_with(&mut |_| true, Some(rows));
+        } else {
+            sim.run();
+        }
+    };
+    run(&mut sim, &mut rows);
     // The same run cut into partitions (where the scenario allows) gives the same results.
     split.set_threads(2 + (c.seed % 2) as usize);
-    split.run();
+    run(&mut split, &mut split_rows);
+    if telemetry {
+        prop_assert!(
+            !rows.port_index.is_empty() && !rows.ports.is_empty(),
+            "{:?}",
+            s
+        );
+        prop_assert_eq!(
+            format!(
+                "{:?}",
+                (&split_rows.ports, &split_rows.flows, &split_rows.events)
+            ),
+            format!("{:?}", (&rows.ports, &rows.flows, &rows.events)),
+            "telemetry: {:?} {:?}",
+            s,
+            cm
+        );
+    }
     prop_assert_eq!(
         format!("{:?}", split.flow_records()),
         format!("{:?}", sim.flow_records()),
@@ -572,12 +969,13 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
             late |= r.start_ps.is_some_and(|t| t > 0);
         }
     }
-    Ok((
-        true,
-        sum.cct_ps.is_some(),
-        sum.packets_dropped + sum.packets_trimmed > 0,
+    Ok(Seen {
+        ran: true,
+        finished: sum.cct_ps.is_some(),
+        lossy: sum.packets_dropped + sum.packets_trimmed > 0,
         late,
-    ))
+        extras: applied,
+    })
 }
 
 /// CCT over bound of a scenario of one flow, built from `sets` on the built-in one, and the
@@ -632,11 +1030,22 @@ fn a_lone_flow_is_bounded_by_its_pacer_and_its_leaf_uplinks() {
 
 #[test]
 fn every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
-    let dir = common::TempDir::new("bound-prop", "cases");
     let cases: u32 = std::env::var("LBSIM_PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
+    property(cases);
+}
+
+/// Ten times CI's draw (`cargo test --release --test bound_property -- --ignored`).
+#[test]
+#[ignore = "nightly: 20,000 random scenarios"]
+fn nightly_every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
+    property(20_000);
+}
+
+fn property(cases: u32) {
+    let dir = common::TempDir::new("bound-prop", "cases");
     let mut runner = TestRunner::new_with_rng(
         Config {
             cases,
@@ -647,23 +1056,31 @@ fn every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
             proptest::test_runner::RngAlgorithm::ChaCha,
         ),
     );
-    let seen = std::cell::Cell::new([0u32; 4]);
+    let seen = std::cell::RefCell::new(([0u32; 4], vec![0u32; EXTRAS.len()]));
     let counter = std::cell::Cell::new(0u64);
     let result = runner.run(&case(), |c| {
         counter.set(counter.get() + 1);
         let got = check(&c, &dir, counter.get())?;
-        let mut n = seen.get();
-        for (k, hit) in [got.0, got.1, got.2, got.3].into_iter().enumerate() {
-            n[k] += hit as u32;
+        let mut seen = seen.borrow_mut();
+        for (k, hit) in [got.ran, got.finished, got.lossy, got.late]
+            .into_iter()
+            .enumerate()
+        {
+            seen.0[k] += hit as u32;
         }
-        seen.set(n);
+        if got.ran {
+            for f in got.extras {
+                seen.1[f] += 1;
+            }
+        }
         Ok(())
     });
     result.unwrap();
-    let [ran, finished, lossy, late] = seen.get();
+    let ([ran, finished, lossy, late], extras) = seen.into_inner();
     eprintln!(
         "{cases} random scenarios: {ran} ran, {finished} finished, {lossy} lost packets, \
-         {late} finished a collective that started after zero"
+         {late} finished a collective that started after zero; further options ran: {:?}",
+        EXTRAS.iter().zip(&extras).collect::<Vec<_>>()
     );
     // Most draws must run and finish, and some must lose packets, or the property says little.
     assert!(ran * 10 >= cases * 7, "only {ran} of {cases} cases ran");
@@ -676,4 +1093,11 @@ fn every_run_meets_its_lower_bound_conserves_packets_and_delivers_once() {
         late * 10 >= ran,
         "only {late} of {ran} runs had a late collective"
     );
+    // Every family of further options must have run in some cases, or it is not tested.
+    for (name, &n) in EXTRAS.iter().zip(&extras) {
+        assert!(
+            n * 100 >= ran,
+            "options {name} ran in only {n} of {ran} runs"
+        );
+    }
 }
