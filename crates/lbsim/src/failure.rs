@@ -44,6 +44,10 @@ pub struct FailureSpec {
     /// probability, drawn from the scenario seed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub random_fraction: Option<f64>,
+    /// A switch as `lbsim topology --links` names it, e.g. `leaf:2`: every cable it has fails
+    /// (a switch, or with one entry per switch a plane).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switch: Option<String>,
     /// When the failure starts.
     #[serde(default)]
     pub at_us: f64,
@@ -73,6 +77,7 @@ impl FailureSpec {
             kind: FailureKind::Down,
             link: Some(link),
             random_fraction: None,
+            switch: None,
             at_us: 0.0,
             recover_at_us: None,
             rate_fraction: None,
@@ -231,8 +236,23 @@ pub fn resolve(
         };
         let at = SimTime::from_us_f64(s.at_us);
         let recover = s.recover_at_us.map(SimTime::from_us_f64);
-        let cables: Vec<PortId> = match (&s.link, s.random_fraction) {
-            (Some(name), None) => {
+        let cables: Vec<PortId> = match (&s.link, s.random_fraction, &s.switch) {
+            (None, None, Some(name)) => {
+                // Each cable once: by the port leaving the switch.
+                let cables: Vec<PortId> = (0..topo.links.len() as u32)
+                    .map(PortId)
+                    .filter(|&p| topo.node_name(topo.links[p.idx()].from) == name.trim())
+                    .collect();
+                if cables.is_empty() || name.trim().starts_with("host:") {
+                    return Err(invalid(
+                        origin,
+                        key("switch"),
+                        format!("no switch named `{name}`; `lbsim topology --links` names them"),
+                    ));
+                }
+                cables
+            }
+            (Some(name), None, None) => {
                 let p = *names.get(name.trim()).ok_or_else(|| {
                     invalid(
                         origin,
@@ -242,7 +262,7 @@ pub fn resolve(
                 })?;
                 vec![p]
             }
-            (None, Some(f)) => {
+            (None, Some(f), None) => {
                 let f = prob(Some(f), key("random_fraction"), origin, kind)?;
                 let mut rng = rng_for(seed, Stream::Failure, i as u64);
                 fabric_cables(topo)
@@ -254,7 +274,7 @@ pub fn resolve(
                 return Err(invalid(
                     origin,
                     format!("failures[{i}]"),
-                    "give exactly one of `link` or `random_fraction`",
+                    "give exactly one of `link`, `switch` or `random_fraction`",
                 ))
             }
         };

@@ -259,6 +259,32 @@ fn bad_cluster_keys_are_refused_by_name() {
             vec!["topology.servers=4", "topology.server.nvlink_gbps=-1"],
             "topology.server.nvlink_gbps",
         ),
+        // A failed switch must exist, and be a switch.
+        (
+            vec![
+                "topology.servers=4",
+                "failures.0.kind=down",
+                "failures.0.switch=\"leaf:99\"",
+            ],
+            "failures[0].switch",
+        ),
+        (
+            vec![
+                "topology.servers=4",
+                "failures.0.kind=down",
+                "failures.0.switch=\"host:0\"",
+            ],
+            "failures[0].switch",
+        ),
+        (
+            vec![
+                "topology.servers=4",
+                "failures.0.kind=down",
+                "failures.0.switch=\"leaf:0\"",
+                "failures.0.random_fraction=0.1",
+            ],
+            "failures[0]",
+        ),
     ] {
         let e = ai(cm, &sets).unwrap_err();
         assert!(e.contains(key), "{sets:?}: {e}");
@@ -285,5 +311,86 @@ fn the_presets_build_at_the_studys_scale() {
         let sc = Scenario::build(file, &origin).unwrap();
         assert_eq!(sc.topology.hosts, hosts, "{name}");
         assert_eq!(sc.topology.switches.len(), switches as usize, "{name}");
+    }
+}
+
+#[test]
+fn a_failed_plane_costs_its_bandwidth_not_the_flow() {
+    // Two planes of 100G ports; plane 1 (leaves 2 and 3, spines 2 and 3) fails at time zero,
+    // or in the middle of the flow. The NIC sees its port's carrier: its packets go out of the
+    // plane that is up, at one port's rate, and the flow completes.
+    let finish = |scheme: &str, at_us: &str| {
+        let mut sets = TWO_BY_TWO.to_vec();
+        let scheme = format!("load_balancing.scheme={scheme}");
+        sets.extend([
+            "topology.server.nic_ports=2",
+            "topology.planes=2",
+            "topology.buffer_bytes=4000000",
+            scheme.as_str(),
+        ]);
+        let failures: Vec<String> = ["leaf:2", "leaf:3", "spine:2", "spine:3"]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, sw)| {
+                [
+                    format!("failures.{i}.kind=down"),
+                    format!("failures.{i}.switch=\"{sw}\""),
+                    format!("failures.{i}.at_us={at_us}"),
+                ]
+            })
+            .collect();
+        sets.extend(failures.iter().map(String::as_str));
+        let sim = run(ai("0->3 id 1 start 0 size 4000000\n", &sets).unwrap());
+        check_conservation_of(&sim, &scheme);
+        sim.flows()[0].finish.expect("the flow completes").ps()
+    };
+    // One 100G port: 977 packets of 4,158 B at 332,640 ps each.
+    let one_port = 977 * 332_640u64;
+    for scheme in ["host_spray", "ecmp", "reps"] {
+        let t = finish(scheme, "0");
+        eprintln!("plane 1 down from 0: {scheme} finishes at {t} ps");
+        assert!(
+            t >= one_port && (t as f64) < 1.02 * one_port as f64,
+            "{scheme}: {t} ps against {one_port} on one port"
+        );
+    }
+    // Failed in the middle of a sprayed flow: the packets lost in the plane are sent again.
+    let t = finish("host_spray", "100");
+    eprintln!("plane 1 down at 100 us: host_spray finishes at {t} ps");
+    assert!(
+        t >= 186_000_000 && (t as f64) < 1.2 * one_port as f64,
+        "{t}"
+    );
+}
+
+#[test]
+fn a_failed_leaf_of_a_dual_tor_pair_costs_its_bandwidth_not_the_flow() {
+    // Dual-ToR on one plane: GPU 0 on leaves 0 and 1 (rail 0), GPU 3 on leaves 2 and 3. Leaf 0
+    // fails from time zero; routing converges at once, so spines stop sending down to it.
+    for (pair, scheme) in [
+        ("0->3", "host_spray"),
+        ("3->0", "host_spray"),
+        ("3->0", "ecmp"),
+    ] {
+        let mut sets = TWO_BY_TWO.to_vec();
+        let scheme_key = format!("load_balancing.scheme={scheme}");
+        sets.extend([
+            "topology.server.nic_ports=2",
+            "topology.buffer_bytes=4000000",
+            "failures.0.kind=down",
+            "failures.0.switch=\"leaf:0\"",
+            "failure.convergence_us=0",
+            scheme_key.as_str(),
+        ]);
+        let cm = format!("{pair} id 1 start 0 size 4000000\n");
+        let sim = run(ai(&cm, &sets).unwrap());
+        check_conservation_of(&sim, pair);
+        let t = sim.flows()[0].finish.expect("the flow completes").ps();
+        eprintln!("leaf 0 down: {pair} {scheme} finishes at {t} ps");
+        let one_port = 977 * 332_640u64;
+        assert!(
+            t >= one_port && (t as f64) < 1.02 * one_port as f64,
+            "{pair} {scheme}: {t} ps against {one_port} on one port"
+        );
     }
 }

@@ -7,12 +7,25 @@ use super::{Cx, Event};
 use crate::failure::Weights;
 use crate::ids::{HostId, NodeId, PortId, SwitchId};
 use crate::lb::{PacketView, SwitchCtx, SwitchLb};
-use crate::net::{Packet, PacketKind, Port, Route, Slots, Topology};
+use crate::net::{Fault, Packet, PacketKind, Port, Route, Slots, Topology};
 use crate::rng::{rng_for, SimRng, Stream};
 use crate::scenario::Scenario;
 use crate::stats::telemetry::EventKind;
 use crate::time::SimTime;
 use crate::transport::{flow_key, Flow};
+
+/// A NIC sees its own ports' carrier: a packet its policy put on a port that is down leaves by
+/// the next port of the group that is up (all down: as chosen, to be lost there).
+#[inline]
+fn carrier(group: &[Port], i: usize) -> usize {
+    if !group[i].faulty {
+        return i;
+    }
+    (0..group.len())
+        .map(|k| (i + k) % group.len())
+        .find(|&k| !matches!(group[k].fault, Fault::Down))
+        .unwrap_or(i)
+}
 
 /// Whose policy makes a choice among a next-hop group.
 #[derive(Clone, Copy)]
@@ -311,7 +324,10 @@ impl Fabric {
                 p.sync(now);
             }
         }
-        let i = chooser.lb.choose(&view, group, &mut chooser.rng);
+        let mut i = chooser.lb.choose(&view, group, &mut chooser.rng);
+        if let Chooser::Host(_) = at {
+            i = carrier(group, i);
+        }
         Some(PortId(first.0 + i as u32))
     }
 
