@@ -394,3 +394,49 @@ fn a_failed_leaf_of_a_dual_tor_pair_costs_its_bandwidth_not_the_flow() {
         );
     }
 }
+
+/// A ring all-reduce over every GPU of 4 servers of 8 on one unit of rail leaves: bytes the
+/// spines sent, and the run.
+fn ring_on_rails(placement: &str) -> (Simulation, u64) {
+    let sets: Vec<String> = [
+        "topology.kind=ai",
+        "topology.servers=4",
+        "topology.leaf_servers=4",
+        "telemetry.enabled=true",
+        "workload.kind=ring_allreduce",
+        "workload.message_bytes=1048576",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([format!("workload.placement={placement}")])
+    .collect();
+    let file = ScenarioFile::builtin(&sets).unwrap();
+    let sc = Scenario::build(file, &Origin::builtin()).unwrap();
+    let (sim, ports) = bytes_by_port(sc);
+    let spine = ports
+        .iter()
+        .filter(|(from, to, _)| from.starts_with("spine") || to.starts_with("spine"))
+        .map(|p| p.2)
+        .sum();
+    (sim, spine)
+}
+
+#[test]
+fn a_rail_aligned_ring_crosses_servers_on_one_rail_and_never_a_spine() {
+    // Rank order snakes through the servers (GPUs 0-7, then 7-0, ...), so the hop from one
+    // server to the next joins two GPUs of one rail: one leaf, no spine.
+    let (sim, spine) = ring_on_rails("rail_aligned");
+    check_conservation_of(&sim, "rail_aligned");
+    assert_eq!(sim.summary().flows_completed, sim.summary().flows);
+    assert_eq!(spine, 0, "a rail-aligned ring reached the spines");
+    // Ranks in server order cross from GPU 7 to the next server's GPU 0: another rail.
+    let (sim, spine) = ring_on_rails("per_server");
+    assert_eq!(sim.summary().flows_completed, sim.summary().flows);
+    assert!(spine > 0);
+    // The rail-aligned ring's network hops are rail-local, so it is no slower.
+    let (a, b) = (
+        ring_on_rails("rail_aligned").0.summary().cct_ps.unwrap(),
+        sim.summary().cct_ps.unwrap(),
+    );
+    assert!(a <= b, "rail-aligned {a} ps, per-server {b} ps");
+}

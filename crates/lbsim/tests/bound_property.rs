@@ -616,11 +616,15 @@ fn extras(c: &Case, s: &mut Vec<String>) -> Vec<usize> {
                         | "outcast"
                 ) {
                     set(s, "workload.gpus_per_host", pick(0, &["1", "2", "4"]));
-                    set(
-                        s,
-                        "workload.placement",
-                        pick(1, &["linear", "random", "per_tor"]),
-                    );
+                    // Rail-aligned needs servers: a fabric with NVLink domains.
+                    let servers = matches!(c.topo, Topo::Ai { nvlink, .. } if nvlink > 0)
+                        || matches!(c.topo, Topo::Simai { nv, .. } if nv > 0);
+                    let placements: &[&str] = if servers {
+                        &["linear", "random", "per_tor", "rail_aligned"]
+                    } else {
+                        &["linear", "random", "per_tor"]
+                    };
+                    set(s, "workload.placement", pick(1, placements));
                 }
                 if w == "all_to_all" {
                     set(

@@ -27,12 +27,18 @@ use crate::time::SimTime;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Placement {
-    /// Rank r on host first_host + r / gpus_per_host: a small group stays under one ToR or pod.
+    /// Rank r on host first_host + r / gpus_per_host: a small group stays under one ToR or pod
+    /// (`per_server` on GPU clusters: a server's GPUs in order, then the next server's).
+    #[serde(alias = "per_server")]
     Linear,
     /// Hosts drawn at random (seeded) from the whole fabric.
     Random,
     /// Consecutive hosts' worth of ranks on consecutive ToRs, so every ring hop leaves its ToR.
     PerTor,
+    /// GPU clusters: servers (NVLink domains) in order, every other one's GPUs backwards, so
+    /// consecutive ranks on two servers are GPUs of one rail (the ring's hop between servers
+    /// turns at a rail leaf) and every other hop crosses NVLink.
+    RailAligned,
 }
 
 /// Collective algorithms.
@@ -444,6 +450,37 @@ pub fn place(
             h.shuffle(&mut rng);
             h.truncate(need as usize);
             h
+        }
+        Placement::RailAligned => {
+            if !topo.scale_up() {
+                return Err(
+                    "rail_aligned needs servers: a fabric with NVLink domains (kind \
+                            \"ai\" or a SimAI file)"
+                        .to_string(),
+                );
+            }
+            // Domains are runs of consecutive hosts; every other one is walked backwards.
+            let mut order: Vec<u32> = Vec::with_capacity(topo.hosts as usize);
+            let mut domain: Vec<u32> = Vec::new();
+            let mut odd = false;
+            for h in first_host..topo.hosts {
+                if let Some(&last) = domain.last() {
+                    if !topo.same_domain(HostId(last), HostId(h)) {
+                        if odd {
+                            domain.reverse();
+                        }
+                        order.append(&mut domain);
+                        odd = !odd;
+                    }
+                }
+                domain.push(h);
+            }
+            if odd {
+                domain.reverse();
+            }
+            order.append(&mut domain);
+            order.truncate(need as usize);
+            order
         }
         Placement::PerTor => {
             // Round-robin over the leaves: the q-th slot is the next unused host of leaf q mod

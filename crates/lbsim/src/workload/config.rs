@@ -110,7 +110,8 @@ pub struct WorkloadConfig {
     /// Collectives and fsdp: ranks (GPUs) per host, sharing its one NIC (1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpus_per_host: Option<u32>,
-    /// Collectives and fsdp: `linear`, `random` or `per_tor` (linear).
+    /// Collectives and fsdp: `linear` (alias `per_server`), `random`, `per_tor` or
+    /// `rail_aligned` (linear).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<workload::collective::Placement>,
     /// Linear placement: index of the first host used (0).
