@@ -440,3 +440,68 @@ fn a_rail_aligned_ring_crosses_servers_on_one_rail_and_never_a_spine() {
     );
     assert!(a <= b, "rail-aligned {a} ps, per-server {b} ps");
 }
+
+/// `TWO_BY_TWO` with `extra` on top and the built-in workload's keys.
+fn two_by_two(extra: &[&str]) -> Scenario {
+    let sets: Vec<String> = ["topology.kind=ai"]
+        .iter()
+        .chain(TWO_BY_TWO)
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect();
+    let file = ScenarioFile::builtin(&sets).unwrap();
+    Scenario::build(file, &Origin::builtin()).unwrap()
+}
+
+#[test]
+fn pxn_moves_cross_rail_data_over_nvlink_then_one_rail() {
+    // One 64 KiB message from GPU 1 (server 0, rail 1) to GPU 2 (server 1, rail 0). Direct, it
+    // climbs to a spine: 4 network hops. Under PXN it crosses NVLink to GPU 0 (server 0, rail
+    // 0), then GPU 0's NIC carries it under rail leaf 0: the two legs' exact times in a row.
+    let one = [
+        "workload.kind=outcast",
+        "workload.fan_in=1",
+        "workload.first_host=1",
+        "workload.message_bytes=65536",
+    ];
+    let [nvlink, rail, spine] = common::rail_2x2_path_classes().map(|(_, t)| t);
+    let sim = run(two_by_two(&one));
+    assert_eq!(sim.summary().cct_ps, Some(spine));
+    let mut pxn = one.to_vec();
+    pxn.push("workload.pxn=true");
+    let sim = run(two_by_two(&pxn));
+    check_conservation_of(&sim, "pxn");
+    let legs: Vec<(u32, u32)> = sim
+        .flows()
+        .iter()
+        .map(|f| (f.spec.src.0, f.spec.dst.0))
+        .collect();
+    assert_eq!(legs, [(1, 0), (0, 2)]);
+    assert_eq!(sim.summary().cct_ps, Some(nvlink + rail));
+    assert_eq!(sim.summary().lower_bound_ps, nvlink + rail);
+    // An all-to-all under PXN never reaches a spine.
+    let mut a2a = vec![
+        "workload.kind=all_to_all",
+        "workload.pxn=true",
+        "telemetry.enabled=true",
+    ];
+    a2a.push("workload.message_bytes=100000");
+    let (sim, ports) = bytes_by_port(two_by_two(&a2a));
+    assert_eq!(sim.summary().flows_completed, sim.summary().flows);
+    let spine: u64 = ports
+        .iter()
+        .filter(|(from, to, _)| from.starts_with("spine") || to.starts_with("spine"))
+        .map(|p| p.2)
+        .sum();
+    assert_eq!(spine, 0);
+    // PXN needs servers.
+    let file = ScenarioFile::builtin(&[
+        "workload.kind=all_to_all".into(),
+        "workload.pxn=true".into(),
+    ])
+    .unwrap();
+    let e = Scenario::build(file, &Origin::builtin())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("workload.pxn"), "{e}");
+}

@@ -605,6 +605,9 @@ fn extras(c: &Case, s: &mut Vec<String>) -> Vec<usize> {
                 );
             }
             "placement" => {
+                // Rail-aligned placement and PXN need servers: a fabric with NVLink domains.
+                let servers = matches!(c.topo, Topo::Ai { nvlink, .. } if nvlink > 0)
+                    || matches!(c.topo, Topo::Simai { nv, .. } if nv > 0);
                 if matches!(
                     w,
                     "ring_allreduce"
@@ -616,9 +619,6 @@ fn extras(c: &Case, s: &mut Vec<String>) -> Vec<usize> {
                         | "outcast"
                 ) {
                     set(s, "workload.gpus_per_host", pick(0, &["1", "2", "4"]));
-                    // Rail-aligned needs servers: a fabric with NVLink domains.
-                    let servers = matches!(c.topo, Topo::Ai { nvlink, .. } if nvlink > 0)
-                        || matches!(c.topo, Topo::Simai { nv, .. } if nv > 0);
                     let placements: &[&str] = if servers {
                         &["linear", "random", "per_tor", "rail_aligned"]
                     } else {
@@ -632,6 +632,10 @@ fn extras(c: &Case, s: &mut Vec<String>) -> Vec<usize> {
                         "workload.all_to_all_algorithm",
                         pick(0, &["direct", "shifted", "pairwise"]),
                     );
+                }
+                let collective = !matches!(w, "permutation" | "connection_matrix" | "jobs");
+                if servers && collective && pick(2, &["", "pxn"]) == "pxn" {
+                    set(s, "workload.pxn", "true");
                 }
             }
             _ => unreachable!(),
@@ -904,6 +908,7 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
     };
     let labels = sc.labels.clone();
     let telemetry = sc.telemetry.is_some();
+    let clock = std::time::Instant::now();
     let mut split = Simulation::new(sc.clone());
     let mut sim = Simulation::new(sc);
     let (mut rows, mut split_rows) = (Collected::default(), Collected::default());
@@ -972,6 +977,9 @@ fn check(c: &Case, dir: &std::path::Path, i: u64) -> Result<Seen, TestCaseError>
             prop_assert!(cct >= r.bound_ps, "collective {:?}: {:?}", r, s);
             late |= r.start_ps.is_some_and(|t| t > 0);
         }
+    }
+    if verbose && clock.elapsed().as_secs_f64() > 1.0 {
+        eprintln!("slow: {:.1} s: {s:?}", clock.elapsed().as_secs_f64());
     }
     Ok(Seen {
         ran: true,

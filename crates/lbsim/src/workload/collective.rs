@@ -173,6 +173,8 @@ pub struct Builder {
     level: u32,
     coll_first: u32,
     coll_start: Option<Cond>,
+    /// PXN: each host's NVLink domain as (first host, hosts); None: transfers go direct.
+    domains: Option<Vec<(u32, u32)>>,
 }
 
 impl Builder {
@@ -188,8 +190,48 @@ impl Builder {
         c
     }
 
+    /// From now on, relay transfers between domains by rail on `topo` (PXN), or not (None).
+    pub fn relay_by_rail(&mut self, topo: Option<&Topology>) {
+        self.domains = topo.map(|t| {
+            let mut out = Vec::with_capacity(t.hosts as usize);
+            let mut first = 0;
+            for h in 0..t.hosts {
+                if h > 0 && !t.same_domain(HostId(h - 1), HostId(h)) {
+                    first = h;
+                }
+                out.push(first);
+            }
+            // Each domain's size, once its last host is known.
+            let mut sized = vec![(0, 0); out.len()];
+            let mut h = 0;
+            while h < out.len() {
+                let f = out[h];
+                let n = out[h..].iter().take_while(|&&x| x == f).count();
+                for x in &mut sized[h..h + n] {
+                    *x = (f, n as u32);
+                }
+                h += n;
+            }
+            sized
+        });
+    }
+
     /// A transfer of `bytes` from `src` to `dst` once `cond` holds; returns its completion.
+    /// Under PXN one between domains whose hosts sit at different positions (rails) crosses
+    /// NVLink to the host of `src`'s domain at `dst`'s position first.
     fn send(&mut self, src: u32, dst: u32, bytes: u64, cond: &Cond) -> Cond {
+        if let Some(d) = &self.domains {
+            let ((fs, ns), (fd, _)) = (d[src as usize], d[dst as usize]);
+            let relay = fs + (dst - fd);
+            if fs != fd && src - fs != dst - fd && dst - fd < ns {
+                let there = self.direct(src, relay, bytes, cond);
+                return self.direct(relay, dst, bytes, &there);
+            }
+        }
+        self.direct(src, dst, bytes, cond)
+    }
+
+    fn direct(&mut self, src: u32, dst: u32, bytes: u64, cond: &Cond) -> Cond {
         if src == dst {
             return cond.clone();
         }

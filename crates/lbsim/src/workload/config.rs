@@ -117,6 +117,11 @@ pub struct WorkloadConfig {
     /// Linear placement: index of the first host used (0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_host: Option<u32>,
+    /// Collectives and fsdp on GPU clusters: a transfer between two servers whose GPUs sit on
+    /// different rails first crosses NVLink to the GPU of the destination's rail, then leaves
+    /// by that GPU's NIC (NCCL's PXN) (false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pxn: Option<bool>,
     /// all_to_all: `direct`, `shifted` or `pairwise` (`AllToAllAlgorithm::DEFAULT`: shifted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_to_all_algorithm: Option<AllToAllAlgorithm>,
@@ -166,6 +171,7 @@ impl Default for WorkloadConfig {
             gpus_per_host: None,
             placement: None,
             first_host: None,
+            pxn: None,
             all_to_all_algorithm: None,
             model: None,
             layers: None,
@@ -190,6 +196,7 @@ impl WorkloadConfig {
         "gpus_per_host",
         "placement",
         "first_host",
+        "pxn",
         "all_to_all_algorithm",
         "model",
         "layers",
@@ -212,6 +219,7 @@ impl WorkloadConfig {
             self.gpus_per_host.is_some(),
             self.placement.is_some(),
             self.first_host.is_some(),
+            self.pxn.is_some(),
             self.all_to_all_algorithm.is_some(),
             self.model.is_some(),
             self.layers.is_some(),

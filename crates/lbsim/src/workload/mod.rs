@@ -239,6 +239,18 @@ pub fn generate(
         }
         let spec = resolve(w, topo, file, j as u32, prefix, origin)?;
         let hosts = spec.0;
+        b.relay_by_rail(if w.pxn == Some(true) {
+            if !topo.scale_up() {
+                return Err(err(
+                    format!("{prefix}.pxn"),
+                    "needs servers: a fabric with NVLink domains (kind \"ai\" or a SimAI file)"
+                        .into(),
+                ));
+            }
+            Some(topo)
+        } else {
+            None
+        });
         collective::job(
             &mut b,
             &mut labels,
@@ -384,6 +396,7 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         "gpus_per_host",
         "placement",
         "first_host",
+        "pxn",
         "iterations",
         "start_us",
     ];
