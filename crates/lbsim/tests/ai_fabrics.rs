@@ -4,28 +4,17 @@
 
 mod common;
 
-use common::{check_conservation_of, run, TempDir};
+use common::{check_conservation_of, run, scenario, scenario_toml, with_cm, TempDir};
 use lbsim::ids::HostId;
 use lbsim::stats::telemetry::Collected;
 use lbsim::time::SimTime;
 use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The `ai` kind with `sets` on top, and the connection matrix `cm` as its workload.
 fn ai(cm: &str, sets: &[&str]) -> Result<Scenario, String> {
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let n = CALLS.fetch_add(1, Ordering::Relaxed);
-    let dir = TempDir::new("ai-fabrics", &n.to_string());
-    let path = dir.join("w.cm");
-    std::fs::write(&path, cm).unwrap();
-    let mut all = vec![
-        "topology.kind=ai".to_string(),
-        "workload.kind=connection_matrix".to_string(),
-        format!("workload.path=\"{}\"", path.display()),
-    ];
-    all.extend(sets.iter().map(|s| s.to_string()));
-    let file = ScenarioFile::from_toml("", &all, &Origin::builtin()).map_err(|e| e.to_string())?;
-    Scenario::build(file, &Origin::builtin()).map_err(|e| e.to_string())
+    let mut all = vec!["topology.kind=ai"];
+    all.extend_from_slice(sets);
+    with_cm("", cm, &all)
 }
 
 /// Two servers of two GPUs, rail-optimized, 100 Gb/s NICs and 1 us links, NVLink at 1.6 Tb/s
@@ -306,9 +295,7 @@ fn the_presets_build_at_the_studys_scale() {
     ] {
         let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();
-        let origin = Origin::file(std::path::Path::new(&path));
-        let file = ScenarioFile::from_toml(&text, &[], &origin).unwrap();
-        let sc = Scenario::build(file, &origin).unwrap();
+        let sc = scenario_toml(&text, &[]);
         assert_eq!(sc.topology.hosts, hosts, "{name}");
         assert_eq!(sc.topology.switches.len(), switches as usize, "{name}");
     }
@@ -398,20 +385,16 @@ fn a_failed_leaf_of_a_dual_tor_pair_costs_its_bandwidth_not_the_flow() {
 /// A ring all-reduce over every GPU of 4 servers of 8 on one unit of rail leaves: bytes the
 /// spines sent, and the run.
 fn ring_on_rails(placement: &str) -> (Simulation, u64) {
-    let sets: Vec<String> = [
+    let placement = format!("workload.placement={placement}");
+    let sc = scenario(&[
         "topology.kind=ai",
         "topology.servers=4",
         "topology.leaf_servers=4",
         "telemetry.enabled=true",
         "workload.kind=ring_allreduce",
         "workload.message_bytes=1048576",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([format!("workload.placement={placement}")])
-    .collect();
-    let file = ScenarioFile::builtin(&sets).unwrap();
-    let sc = Scenario::build(file, &Origin::builtin()).unwrap();
+        &placement,
+    ]);
     let (sim, ports) = bytes_by_port(sc);
     let spine = ports
         .iter()
@@ -443,14 +426,10 @@ fn a_rail_aligned_ring_crosses_servers_on_one_rail_and_never_a_spine() {
 
 /// `TWO_BY_TWO` with `extra` on top and the built-in workload's keys.
 fn two_by_two(extra: &[&str]) -> Scenario {
-    let sets: Vec<String> = ["topology.kind=ai"]
-        .iter()
-        .chain(TWO_BY_TWO)
-        .chain(extra)
-        .map(|s| s.to_string())
-        .collect();
-    let file = ScenarioFile::builtin(&sets).unwrap();
-    Scenario::build(file, &Origin::builtin()).unwrap()
+    let mut sets = vec!["topology.kind=ai"];
+    sets.extend_from_slice(TWO_BY_TWO);
+    sets.extend_from_slice(extra);
+    scenario(&sets)
 }
 
 #[test]

@@ -3,29 +3,12 @@
 
 mod common;
 
-use common::{check_conservation_of, run, TempDir};
+use common::{check_conservation_of, run, with_cm, TempDir};
 use lbsim::ids::{HostId, NodeId, SwitchId};
 use lbsim::net::{Route, Topology};
 use lbsim::time::SimTime;
-use lbsim::{Origin, Scenario, ScenarioFile};
+use lbsim::Scenario;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// A scenario from `toml` whose workload is the connection matrix `cm`.
-fn with_cm(toml: &str, cm: &str, sets: &[&str]) -> Result<Scenario, String> {
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let n = CALLS.fetch_add(1, Ordering::Relaxed);
-    let dir = TempDir::new("fabrics", &n.to_string());
-    let path = dir.join("w.cm");
-    std::fs::write(&path, cm).unwrap();
-    let mut all = vec![
-        "workload.kind=connection_matrix".to_string(),
-        format!("workload.path=\"{}\"", path.display()),
-    ];
-    all.extend(sets.iter().map(|s| s.to_string()));
-    let file =
-        ScenarioFile::from_toml(toml, &all, &Origin::builtin()).map_err(|e| e.to_string())?;
-    Scenario::build(file, &Origin::builtin()).map_err(|e| e.to_string())
-}
 
 /// htsim's `fat_tree_128_4os` shape: a k=8 fat-tree whose aggregation switches have one uplink
 /// each (4:1 at the aggregation tier), so 4 cores; tier 2 at `core_gbps`.

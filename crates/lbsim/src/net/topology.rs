@@ -860,6 +860,30 @@ impl Topology {
         (up, scale)
     }
 
+    /// The servers: runs of consecutive hosts in one scale-up domain, in host order (a host in
+    /// none is a run of its own). Err: the fabric has no scale-up switches, so no servers.
+    pub fn domain_runs(&self) -> Result<Vec<std::ops::Range<u32>>, String> {
+        let Some(hp) = self.host_ports.as_ref().filter(|_| self.scale_up()) else {
+            return Err(
+                "needs servers: a fabric with NVLink domains (kind \"ai\" or a SimAI file)"
+                    .to_string(),
+            );
+        };
+        let mut runs: Vec<std::ops::Range<u32>> = Vec::new();
+        for h in 0..self.hosts {
+            match runs.last_mut() {
+                Some(r)
+                    if hp.domain[h as usize] != NO_DOMAIN
+                        && hp.domain[h as usize] == hp.domain[r.start as usize] =>
+                {
+                    r.end = h + 1
+                }
+                _ => runs.push(h..h + 1),
+            }
+        }
+        Ok(runs)
+    }
+
     /// Scale-up domains and scale-up switches (None: the fabric has none).
     pub fn scale_up_summary(&self) -> Option<(u32, u32)> {
         let hp = self.host_ports.as_ref().filter(|_| self.scale_up())?;

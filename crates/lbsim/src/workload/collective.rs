@@ -190,29 +190,13 @@ impl Builder {
         c
     }
 
-    /// From now on, relay transfers between domains by rail on `topo` (PXN), or not (None).
-    pub fn relay_by_rail(&mut self, topo: Option<&Topology>) {
-        self.domains = topo.map(|t| {
-            let mut out = Vec::with_capacity(t.hosts as usize);
-            let mut first = 0;
-            for h in 0..t.hosts {
-                if h > 0 && !t.same_domain(HostId(h - 1), HostId(h)) {
-                    first = h;
-                }
-                out.push(first);
-            }
-            // Each domain's size, once its last host is known.
-            let mut sized = vec![(0, 0); out.len()];
-            let mut h = 0;
-            while h < out.len() {
-                let f = out[h];
-                let n = out[h..].iter().take_while(|&&x| x == f).count();
-                for x in &mut sized[h..h + n] {
-                    *x = (f, n as u32);
-                }
-                h += n;
-            }
-            sized
+    /// From now on, relay transfers between the servers `runs` (`Topology::domain_runs`) by
+    /// rail (PXN), or not (None).
+    pub fn relay_by_rail(&mut self, runs: Option<&[Range<u32>]>) {
+        self.domains = runs.map(|runs| {
+            runs.iter()
+                .flat_map(|r| r.clone().map(move |_| (r.start, r.len() as u32)))
+                .collect()
         });
     }
 
@@ -494,33 +478,18 @@ pub fn place(
             h
         }
         Placement::RailAligned => {
-            if !topo.scale_up() {
-                return Err(
-                    "rail_aligned needs servers: a fabric with NVLink domains (kind \
-                            \"ai\" or a SimAI file)"
-                        .to_string(),
-                );
-            }
-            // Domains are runs of consecutive hosts; every other one is walked backwards.
+            // The servers in order, every other one walked backwards (first_host is linear's).
+            let runs = topo
+                .domain_runs()
+                .map_err(|m| format!("rail_aligned {m}"))?;
             let mut order: Vec<u32> = Vec::with_capacity(topo.hosts as usize);
-            let mut domain: Vec<u32> = Vec::new();
-            let mut odd = false;
-            for h in first_host..topo.hosts {
-                if let Some(&last) = domain.last() {
-                    if !topo.same_domain(HostId(last), HostId(h)) {
-                        if odd {
-                            domain.reverse();
-                        }
-                        order.append(&mut domain);
-                        odd = !odd;
-                    }
+            for (k, r) in runs.into_iter().enumerate() {
+                if k % 2 == 0 {
+                    order.extend(r);
+                } else {
+                    order.extend(r.rev());
                 }
-                domain.push(h);
             }
-            if odd {
-                domain.reverse();
-            }
-            order.append(&mut domain);
             order.truncate(need as usize);
             order
         }

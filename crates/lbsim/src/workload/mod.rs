@@ -239,18 +239,14 @@ pub fn generate(
         }
         let spec = resolve(w, topo, file, j as u32, prefix, origin)?;
         let hosts = spec.0;
-        b.relay_by_rail(if w.pxn == Some(true) {
-            if !topo.scale_up() {
-                return Err(err(
-                    format!("{prefix}.pxn"),
-                    "needs servers: a fabric with NVLink domains (kind \"ai\" or a SimAI file)"
-                        .into(),
-                ));
-            }
-            Some(topo)
-        } else {
-            None
-        });
+        let servers = match w.pxn {
+            Some(true) => Some(
+                topo.domain_runs()
+                    .map_err(|m| err(format!("{prefix}.pxn"), m))?,
+            ),
+            _ => None,
+        };
+        b.relay_by_rail(servers.as_deref());
         collective::job(
             &mut b,
             &mut labels,

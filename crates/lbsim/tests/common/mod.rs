@@ -21,6 +21,24 @@ pub fn scenario_toml(text: &str, sets: &[&str]) -> Scenario {
     Scenario::build(file, &Origin::builtin()).expect("valid scenario")
 }
 
+/// A scenario from `toml` whose workload is the connection matrix `cm`.
+pub fn with_cm(toml: &str, cm: &str, sets: &[&str]) -> Result<Scenario, String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = TempDir::new("with-cm", &n.to_string());
+    let path = dir.join("w.cm");
+    std::fs::write(&path, cm).unwrap();
+    let mut all = vec![
+        "workload.kind=connection_matrix".to_string(),
+        format!("workload.path=\"{}\"", path.display()),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let file =
+        ScenarioFile::from_toml(toml, &all, &Origin::builtin()).map_err(|e| e.to_string())?;
+    Scenario::build(file, &Origin::builtin()).map_err(|e| e.to_string())
+}
+
 pub fn run(sc: Scenario) -> Simulation {
     let mut sim = Simulation::new(sc);
     sim.run();
