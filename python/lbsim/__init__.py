@@ -34,6 +34,7 @@ __all__ = [
     "compare",
     "run",
     "schemes",
+    "port_policies",
     "sweep",
 ]
 
@@ -43,6 +44,11 @@ Source = Union[str, os.PathLike, Mapping[str, Any], "Scenario", None]
 def schemes() -> list:
     """The load-balancing schemes, in ``lbsim list`` order."""
     return list(_lbsim.schemes())
+
+
+def port_policies() -> list:
+    """The port policies of hosts with several ports (``load_balancing.port``), default first."""
+    return list(_lbsim.port_policies())
 
 
 def _toml_value(v: Any) -> str:

@@ -178,6 +178,15 @@ def test_compare_gives_a_row_per_scheme():
     assert df.iloc[2]["cct_ps"] == one["cct_ps"]
 
 
+def test_registries_are_the_clis():
+    assert lbsim.schemes()[:2] == ["ecmp", "subflow"]
+    ports = lbsim.port_policies()
+    assert ports[0] == "scheme" and "adaptive" in ports
+    listing = subprocess.run([LBSIM, "list"], capture_output=True, text=True, check=True).stdout
+    for p in ports:
+        assert f"\n  {p} " in listing
+
+
 def test_sweep_returns_its_results(tmp_path):
     df = lbsim.sweep(ROOT / "sweeps" / "example.toml", out=tmp_path / "sw", jobs=2)
     assert len(df) == 8

@@ -170,6 +170,10 @@ pub fn list() -> String {
             s.name, side, s.granularity, s.summary
         );
     }
+    o.push_str("port policies of hosts with several ports (load_balancing.port):\n");
+    for p in std::iter::once(&lb::port::SCHEME_INFO).chain(lb::port::PORTS) {
+        let _ = writeln!(o, "  {:<18} {}", p.name, p.summary);
+    }
     o.push_str("workloads (workload.kind):\n");
     o.push_str("  permutation        random derangement: every host sends workload.message_bytes to one other host\n");
     o.push_str(

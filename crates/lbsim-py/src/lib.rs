@@ -178,6 +178,12 @@ fn schemes() -> Vec<&'static str> {
     lbsim::lb::scheme_names()
 }
 
+/// The port policies of hosts with several ports (`load_balancing.port`), default first.
+#[pyfunction]
+fn port_policies() -> Vec<&'static str> {
+    lbsim::lb::port::port_names()
+}
+
 #[pymodule]
 fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -185,6 +191,7 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(show, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(port_policies, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

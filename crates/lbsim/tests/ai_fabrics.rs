@@ -4,9 +4,10 @@
 
 mod common;
 
-use common::{check_conservation_of, run, scenario, scenario_toml, with_cm, TempDir};
+use common::{
+    bytes_by_port, check_conservation_of, run, scenario, scenario_toml, with_cm, TempDir,
+};
 use lbsim::ids::HostId;
-use lbsim::stats::telemetry::Collected;
 use lbsim::time::SimTime;
 use lbsim::{Origin, Scenario, ScenarioFile, Simulation};
 
@@ -80,23 +81,6 @@ fn each_path_class_takes_its_exact_time() {
         assert_eq!(sim.summary().lower_bound_ps, want, "{pair}");
         check_conservation_of(&sim, pair);
     }
-}
-
-/// Bytes each port sent over the run, by the names of the nodes it joins.
-fn bytes_by_port(sc: Scenario) -> (Simulation, Vec<(String, String, u64)>) {
-    let mut sim = Simulation::new(sc);
-    let mut rows = Collected::default();
-    sim.run_with(&mut |_| true, Some(&mut rows));
-    let mut sent = vec![0u64; rows.port_index.len()];
-    for r in &rows.ports {
-        sent[r.port as usize] += r.bytes_sent;
-    }
-    let named = rows
-        .port_index
-        .iter()
-        .map(|p| (p.from.clone(), p.to.clone(), sent[p.port as usize]))
-        .collect();
-    (sim, named)
 }
 
 #[test]

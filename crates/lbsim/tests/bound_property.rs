@@ -6,7 +6,7 @@
 //! kind: rails or not, dual-ToR, planes, tapers, NVLink domains), sizes, ACK sizes, paced
 //! hosts, every scheme, loss recovery and congestion control, and on top each option those read:
 //! a scheme's, a loss recovery's and a CC's own keys, ECN marking, PFC, link failures and
-//! convergence, telemetry, rank placement and all-to-all orders) never finish before their
+//! convergence, telemetry, rank placement and all-to-all orders, NIC port policies) never finish before their
 //! bound, nor does any collective before its own; they conserve packets and deliver every byte
 //! exactly once; and each gives the same flows, counters and telemetry when it is cut into two
 //! or three partitions. CI draws 2,000 cases; `LBSIM_PROPTEST_CASES` sets the count, and the
@@ -209,6 +209,7 @@ const EXTRAS: &[&str] = &[
     "failure",
     "telemetry",
     "placement",
+    "port",
 ];
 
 const LRS: &[&str] = &["ideal_erasure", "erasure", "sack", "go_back_n", "trim"];
@@ -603,6 +604,25 @@ fn extras(c: &Case, s: &mut Vec<String>) -> Vec<usize> {
                         &["\"none\"", "[\"drops\",\"marks\",\"trims\",\"pauses\"]"],
                     ),
                 );
+            }
+            "port" => {
+                // A host-side port policy needs hosts with several ports.
+                if matches!(c.topo, Topo::Ai { ports, .. } if ports > 1) {
+                    let port = pick(0, &lbsim::lb::port::port_names());
+                    set(s, "load_balancing.port", &port);
+                    if port == "adaptive" {
+                        set(
+                            s,
+                            "load_balancing.port_hold_us",
+                            pick(1, &["0", "8", "100"]),
+                        );
+                        set(
+                            s,
+                            "load_balancing.port_loss_hold_us",
+                            pick(2, &["0", "1000"]),
+                        );
+                    }
+                }
             }
             "placement" => {
                 // Rail-aligned placement and PXN need servers: a fabric with NVLink domains.

@@ -200,6 +200,8 @@ impl OptType for SimTime {
 pub struct LoadBalancingConfig {
     /// A name from the registry (`lbsim list`).
     pub scheme: String,
+    /// `port`: the port policy of hosts with several ports (None: `scheme`, see [`lb::port`]).
+    pub port: Option<String>,
     /// The options given, in registry order ([`lb::all_options`]).
     given: Vec<(&'static OptSpec, OptValue)>,
 }
@@ -208,6 +210,7 @@ impl Default for LoadBalancingConfig {
     fn default() -> Self {
         LoadBalancingConfig {
             scheme: "ecmp".into(),
+            port: None,
             given: Vec::new(),
         }
     }
@@ -228,6 +231,15 @@ impl Options<'_> {
             given: &[],
             scheme: scheme.name,
             declared: scheme.options,
+        }
+    }
+
+    /// Every option of a port policy at its default.
+    pub fn port_defaults(port: &lb::port::PortInfo) -> Options<'static> {
+        Options {
+            given: &[],
+            scheme: port.name,
+            declared: port.options,
         }
     }
 
@@ -280,23 +292,75 @@ impl LoadBalancingConfig {
         }
     }
 
-    /// Gives every option `scheme` reads the value the run uses (its default when unset), so
-    /// that `lbsim show` prints them all.
+    /// The port policy's name (`scheme` when unset).
+    pub fn port_name(&self) -> &str {
+        self.port.as_deref().unwrap_or(lb::port::SCHEME)
+    }
+
+    /// The port policy named, if it exists.
+    pub fn port_info(&self) -> Option<&'static lb::port::PortInfo> {
+        lb::port::port(self.port_name())
+    }
+
+    /// What the port policy reads from this section.
+    pub fn port_options(&self, port: &lb::port::PortInfo) -> Options<'_> {
+        Options {
+            given: &self.given,
+            scheme: port.name,
+            declared: port.options,
+        }
+    }
+
+    /// Gives every option `scheme` (and the port policy, if one is set) reads the value the
+    /// run uses (its default when unset), so that `lbsim show` prints them all.
     pub fn fill_defaults(&mut self, scheme: &lb::SchemeInfo) {
-        for spec in scheme.options {
+        let port = self.port_info().map_or(&[][..], |p| p.options);
+        for spec in scheme.options.iter().chain(port) {
             let v = self.value(spec.key).unwrap_or(spec.default_value());
             self.set(spec, spec.effective(v));
         }
     }
 
-    /// Rejects options the scheme does not read and out-of-range values.
+    /// Rejects options the scheme (or the port policy) does not read, an unknown port policy
+    /// and out-of-range values.
     pub fn validate(&self, scheme: &lb::SchemeInfo, o: &Origin) -> Result<(), ConfigError> {
         let invalid = |key: &str, msg: String| ConfigError::Invalid {
             origin: o.name.clone(),
             key: format!("load_balancing.{key}"),
             msg,
         };
+        let port = self.port_info().ok_or_else(|| {
+            invalid(
+                "port",
+                format!(
+                    "unknown port policy `{}`; valid ones: {}",
+                    self.port_name(),
+                    lb::port::port_names().join(", ")
+                ),
+            )
+        })?;
         for key in self.given_options() {
+            if lb::port::PORTS
+                .iter()
+                .any(|p| p.options.iter().any(|s| s.key == key))
+            {
+                if !port.options.iter().any(|s| s.key == key) {
+                    let with: Vec<&str> = lb::port::PORTS
+                        .iter()
+                        .filter(|p| p.options.iter().any(|s| s.key == key))
+                        .map(|p| p.name)
+                        .collect();
+                    return Err(invalid(
+                        key,
+                        format!(
+                            "applies only to port = {}; the port policy is `{}`",
+                            with.join(", "),
+                            port.name
+                        ),
+                    ));
+                }
+                continue;
+            }
             if !scheme.options.iter().any(|s| s.key == key) {
                 let takes = if scheme.options.is_empty() {
                     "takes no options".to_string()
@@ -332,8 +396,11 @@ impl Serialize for OptValue {
 
 impl Serialize for LoadBalancingConfig {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(1 + self.given.len()))?;
+        let mut m = s.serialize_map(None)?;
         m.serialize_entry("scheme", &self.scheme)?;
+        if let Some(p) = &self.port {
+            m.serialize_entry("port", p)?;
+        }
         for (spec, v) in &self.given {
             m.serialize_entry(spec.key, v)?;
         }
@@ -344,6 +411,7 @@ impl Serialize for LoadBalancingConfig {
 /// A key of `[load_balancing]`.
 enum Key {
     Scheme,
+    Port,
     Opt(&'static OptSpec),
 }
 
@@ -362,8 +430,10 @@ impl Visitor<'_> for KeySeed {
         f.write_str("field identifier")
     }
     fn visit_str<E: de::Error>(self, k: &str) -> Result<Key, E> {
-        if k == "scheme" {
-            return Ok(Key::Scheme);
+        match k {
+            "scheme" => return Ok(Key::Scheme),
+            "port" => return Ok(Key::Port),
+            _ => {}
         }
         lb::option(k)
             .map(Key::Opt)
@@ -401,6 +471,12 @@ impl<'de> Visitor<'de> for SectionVisitor {
                         return Err(de::Error::duplicate_field("scheme"));
                     }
                     cfg.scheme = map.next_value()?;
+                }
+                Key::Port => {
+                    if cfg.port.is_some() {
+                        return Err(de::Error::duplicate_field("port"));
+                    }
+                    cfg.port = Some(map.next_value()?);
                 }
                 Key::Opt(spec) => {
                     if cfg.value(spec.key).is_some() {

@@ -37,6 +37,7 @@ macro_rules! switch_side_scheme {
 }
 
 pub mod config;
+pub mod port;
 #[cfg(test)]
 mod testutil;
 
@@ -347,11 +348,12 @@ pub fn scheme_names() -> Vec<&'static str> {
     SCHEMES.iter().map(|s| s.name).collect()
 }
 
-/// Every scheme option, once each, in registry order.
+/// Every scheme option, once each, in registry order, then the port policies' options.
 pub fn all_options() -> &'static [&'static OptSpec] {
     static ALL: LazyLock<Vec<&'static OptSpec>> = LazyLock::new(|| {
         let mut v: Vec<&'static OptSpec> = Vec::new();
-        for o in SCHEMES.iter().flat_map(|s| s.options) {
+        let ports = port::PORTS.iter().flat_map(|p| p.options);
+        for o in SCHEMES.iter().flat_map(|s| s.options).chain(ports) {
             if !v.iter().any(|x| x.key == o.key) {
                 v.push(o);
             }
@@ -366,10 +368,11 @@ pub fn option(key: &str) -> Option<&'static OptSpec> {
     all_options().iter().copied().find(|o| o.key == key)
 }
 
-/// Every key `[load_balancing]` accepts: `scheme`, then every option.
+/// Every key `[load_balancing]` accepts: `scheme`, `port`, then every option.
 pub fn section_keys() -> &'static [&'static str] {
     static KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
-        std::iter::once("scheme")
+        ["scheme", "port"]
+            .into_iter()
             .chain(all_options().iter().map(|o| o.key))
             .collect()
     });
@@ -690,8 +693,16 @@ mod tests {
                 assert!(o.key != "scheme" && !o.key.contains('.'), "{}", o.key);
             }
         }
-        assert_eq!(section_keys()[0], "scheme");
-        assert_eq!(section_keys().len(), 1 + all_options().len());
+        for p in port::PORTS {
+            for o in p.options {
+                assert_eq!(option(o.key), Some(*o), "{}: {}", p.name, o.key);
+                assert!(o.check(o.default_value()).is_ok(), "{}: {}", p.name, o.key);
+                // A port policy's option is no scheme's: validation tells them apart by key.
+                assert!(schemes_with_option(o.key).is_empty(), "{}", o.key);
+            }
+        }
+        assert_eq!(&section_keys()[..2], ["scheme", "port"]);
+        assert_eq!(section_keys().len(), 2 + all_options().len());
         assert_eq!(schemes_with_option("subflows"), vec!["subflow"]);
         assert!(schemes_with_option("nope").is_empty());
     }

@@ -186,6 +186,28 @@ impl Scenario {
                 topology.describe()
             ),
         )?;
+        let port = file.load_balancing.port_name();
+        if port != lb::port::SCHEME {
+            let ((_, most), _) = topology.host_port_counts();
+            check(
+                most > 1 && most as usize <= lb::port::MAX_PORTS,
+                o,
+                "load_balancing.port",
+                &if most <= 1 {
+                    format!(
+                        "chooses among a host's ports, and this fabric's hosts have one each \
+                         ({}); it applies to topology.kind = \"ai\" with nic_ports or planes \
+                         above 1",
+                        topology.describe()
+                    )
+                } else {
+                    format!(
+                        "chooses among at most {} ports; this fabric's hosts have up to {most}",
+                        lb::port::MAX_PORTS
+                    )
+                },
+            )?;
+        }
         let ecn = t.ecn_threshold();
         let workload::Workload {
             flows,

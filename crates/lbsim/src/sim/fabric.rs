@@ -57,6 +57,10 @@ pub(super) struct Fabric {
     /// Hosts with several ports: each host's choice among its ports toward a destination, by
     /// the scheme's switch policy, as at any next-hop group (empty: one port each).
     host_choice: Vec<Switch>,
+    /// Hosts stamp the port they chose in the entropy (`load_balancing.port`): a host's group
+    /// reads it, and every policy sees the entropy without it (`path_mask`).
+    stamped: bool,
+    path_mask: u32,
     /// Packets put on links so far.
     pub(super) hops: u64,
     /// Ports put control packets ahead of data (trimming, EQDS).
@@ -196,6 +200,11 @@ impl Fabric {
                 }
             })
             .collect();
+        let stamped = !topo.single_homed()
+            && st
+                .load_balancing
+                .port_info()
+                .is_some_and(|p| p.name != crate::lb::port::SCHEME);
         // A host's uplinks are a group of its leaf's tier: its policy is built as a leaf's.
         let host_choice = if topo.single_homed() {
             Vec::new()
@@ -220,6 +229,12 @@ impl Fabric {
             slots: Slots::new(),
             switches,
             host_choice,
+            stamped,
+            path_mask: if stamped {
+                crate::lb::port::PATH_MASK
+            } else {
+                u32::MAX
+            },
             hops: 0,
             prio,
             ctrl_cap: st.control_buffer_bytes,
@@ -279,6 +294,15 @@ impl Fabric {
         let packet = *self.slots.pkt(i);
         match topo.host_route(h, packet.dst) {
             Route::Port(p) => p,
+            // A host port policy chose the port and stamped it (the receiver's ACK, the same
+            // index on its side: the same plane back).
+            Route::Group { first, n }
+                if self.stamped && first.idx() == topo.host_net_ports(h).start =>
+            {
+                let k = crate::lb::port::stamped_port(packet.entropy) % n as usize;
+                let group = &self.ports[first.idx()..first.idx() + n as usize];
+                PortId(first.0 + carrier(group, k) as u32)
+            }
             Route::Group { first, n } => {
                 let chosen = self.choose(cx.now, Chooser::Host(h), &packet, first, n);
                 // Hosts are not given converged weights, so a group always has a choice.
@@ -313,7 +337,7 @@ impl Fabric {
             src: packet.src,
             dst: packet.dst,
             flow_key: flow_key(packet.src, packet.dst, is_ack),
-            entropy: packet.entropy,
+            entropy: packet.entropy & self.path_mask,
             is_ack,
             now,
         };

@@ -9,6 +9,7 @@ use super::fabric::Fabric;
 use super::telemetry::PathLog;
 use super::{Cx, Event};
 use crate::ids::{FlowId, HostId, PortId};
+use crate::lb::port::{self as port_lb, PortCtx, PortLb, PATH_MASK};
 use crate::lb::{AckInfo, HostLbs, HostSetup};
 use crate::net::{Packet, PacketKind, Topology};
 use crate::rng::Stream;
@@ -91,6 +92,39 @@ impl MultiPort {
     }
 }
 
+impl MultiPort {
+    /// `entropy` stamped with the port the host's port policy chooses for a packet of flow `f`
+    /// (identity `ident`) to `dst`; unchanged when the destination shares its NVLink domain.
+    fn choose_port(
+        &self,
+        pl: &mut PortLb,
+        e: &Env,
+        (h, f, ident): (HostId, FlowId, u64),
+        dst: HostId,
+        entropy: u32,
+        rng: &mut crate::rng::SimRng,
+    ) -> u32 {
+        if e.topo.same_domain(h, dst) {
+            return entropy;
+        }
+        let net = e.topo.host_net_ports(h);
+        let n = net.len().min(port_lb::MAX_PORTS);
+        let mut free_at = [SimTime::ZERO; port_lb::MAX_PORTS];
+        for (k, p) in net.clone().take(n).enumerate() {
+            free_at[k] = e.fabric.ports[p].busy_until.max(self.next_send[p]);
+        }
+        let cx = PortCtx {
+            host: h,
+            flow: f,
+            ident,
+            now: e.cx.now,
+            ports: &e.fabric.ports[net.start..net.start + n],
+            free_at: &free_at[..n],
+        };
+        port_lb::stamp(entropy, pl.choose(&cx, rng))
+    }
+}
+
 /// Per-flow sending caps (failure-aware rates), if the control plane keeps them.
 pub(super) type Rates<'a> = Option<&'a [BitsPerSec]>;
 
@@ -150,6 +184,10 @@ pub(super) struct Hosts {
     pub(super) owned: Option<Vec<bool>>,
     /// Hosts with several ports (None: one each, port h).
     multi: Option<Box<MultiPort>>,
+    /// The host-side port policy (None: the scheme's switch policy chooses, at the fabric).
+    port_lb: Option<Box<PortLb>>,
+    /// What of an echoed entropy host policies see: the path without a port policy's stamp.
+    path_mask: u32,
 }
 
 impl Hosts {
@@ -185,6 +223,15 @@ impl Hosts {
                 .map(|(f, &i)| (f.src, f.dst, i)),
             &setup,
         );
+        let port_lb = st
+            .load_balancing
+            .port_info()
+            .filter(|_| !topo.single_homed())
+            .and_then(|p| {
+                let o = st.load_balancing.port_options(p);
+                PortLb::new(p.name, &o, topo.hosts as usize, sc.flows.len())
+            })
+            .map(Box::new);
         Hosts {
             hosts,
             lbs,
@@ -209,6 +256,12 @@ impl Hosts {
             paths: None,
             owned: None,
             multi: (!topo.single_homed()).then(|| Box::new(MultiPort::new(sc))),
+            path_mask: if port_lb.is_some() {
+                PATH_MASK
+            } else {
+                u32::MAX
+            },
+            port_lb,
         }
     }
 
@@ -551,6 +604,11 @@ impl Hosts {
         };
         let share = e.rates.map(|r| r[f.idx()]);
         flow.on_transmit(next, now, wire, share);
+        let mut pkt = pkt;
+        if let (Some(pl), Some(m)) = (&mut self.port_lb, &self.multi) {
+            let ident = self.idents[f.idx()];
+            pkt.entropy = m.choose_port(pl, e, (h, f, ident), pkt.dst, pkt.entropy, &mut draws);
+        }
         e.cx.counters.data_sent += 1;
         let i = e.fabric.slots.insert(pkt);
         let ready = match &mut self.multi {
@@ -590,7 +648,7 @@ impl Hosts {
         self.lbs.on_ack(
             f,
             AckInfo {
-                entropy: packet.entropy,
+                entropy: packet.entropy & self.path_mask,
                 ecn: true,
                 sent_at: packet.sent_at,
                 now,
@@ -656,10 +714,13 @@ impl Hosts {
             }
             PacketKind::Ack => {
                 e.cx.counters.acks_delivered += 1;
+                if let Some(pl) = &mut self.port_lb {
+                    pl.on_ack(f, port_lb::stamped_port(packet.entropy), packet.ecn, now);
+                }
                 self.lbs.on_ack(
                     f,
                     AckInfo {
-                        entropy: packet.entropy,
+                        entropy: packet.entropy & self.path_mask,
                         ecn: packet.ecn,
                         sent_at: packet.sent_at,
                         now,
@@ -678,10 +739,13 @@ impl Hosts {
             PacketKind::Nack => {
                 e.cx.counters.acks_delivered += 1;
                 // To a host policy a NACK is a congested path: its queue overflowed.
+                if let Some(pl) = &mut self.port_lb {
+                    pl.on_loss(f, port_lb::stamped_port(packet.entropy), now);
+                }
                 self.lbs.on_ack(
                     f,
                     AckInfo {
-                        entropy: packet.entropy,
+                        entropy: packet.entropy & self.path_mask,
                         ecn: true,
                         sent_at: packet.sent_at,
                         now,
@@ -695,6 +759,9 @@ impl Hosts {
             }
             PacketKind::Returned => {
                 e.cx.counters.acks_delivered += 1;
+                if let Some(pl) = &mut self.port_lb {
+                    pl.on_loss(f, port_lb::stamped_port(packet.entropy), now);
+                }
                 self.on_returned(&mut got, flow, &packet, now);
             }
             PacketKind::Pull => {

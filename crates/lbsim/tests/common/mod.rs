@@ -98,3 +98,20 @@ pub fn rail_2x2_path_classes() -> [(&'static str, u64); 3] {
         ("1->2", 4 * (nic + 1_000_000) + 15 * nic),
     ]
 }
+
+/// Bytes each port sent over the run, by the names of the nodes it joins.
+pub fn bytes_by_port(sc: Scenario) -> (Simulation, Vec<(String, String, u64)>) {
+    let mut sim = Simulation::new(sc);
+    let mut rows = lbsim::stats::telemetry::Collected::default();
+    sim.run_with(&mut |_| true, Some(&mut rows));
+    let mut sent = vec![0u64; rows.port_index.len()];
+    for r in &rows.ports {
+        sent[r.port as usize] += r.bytes_sent;
+    }
+    let named = rows
+        .port_index
+        .iter()
+        .map(|p| (p.from.clone(), p.to.clone(), sent[p.port as usize]))
+        .collect();
+    (sim, named)
+}
