@@ -33,6 +33,7 @@ const PACKET: &[&str] = &[
     "reps",
     "host_dr",
     "ofan",
+    "mrc",
 ];
 /// Flow, subflow and flowlet granularity.
 const COARSE: &[&str] = &["ecmp", "subflow", "plb", "flowlet_ar"];

@@ -58,6 +58,7 @@ pub mod switch_ar;
 pub mod reps;
 pub mod host_dr;
 pub mod ofan;
+pub mod mrc;
 // schemes: end
 
 use std::sync::LazyLock;
@@ -396,8 +397,12 @@ pub const ENTROPY_SPACE: u32 = 1 << 16;
 pub struct AckInfo {
     /// The entropy of the data packet this ACK answers.
     pub entropy: u32,
-    /// The data packet was CE-marked somewhere on its path.
+    /// The data packet was CE-marked somewhere on its path (a NACK or returned header counts
+    /// as marked, too).
     pub ecn: bool,
+    /// A NACK of a trimmed packet or a header returned to its sender: the packet's payload was
+    /// lost on the path its entropy names.
+    pub loss: bool,
     /// When the acknowledged data packet was sent (now - sent_at is an RTT sample).
     pub sent_at: SimTime,
     pub now: SimTime,

@@ -195,6 +195,7 @@ mod tests {
                 p.on_ack(AckInfo {
                     entropy: 0,
                     ecn: marked(sent / GAP),
+                    loss: false,
                     sent_at: SimTime(sent),
                     now,
                 });
@@ -259,6 +260,7 @@ mod tests {
             p.on_ack(AckInfo {
                 entropy: e0,
                 ecn: true,
+                loss: false,
                 sent_at: SimTime(r * RTT),
                 now: SimTime(r * RTT + RTT / 2),
             });

@@ -197,6 +197,7 @@ mod tests {
         AckInfo {
             entropy,
             ecn,
+            loss: false,
             sent_at: SimTime::from_us(now_us - rtt_us),
             now: SimTime::from_us(now_us),
         }

@@ -650,6 +650,7 @@ impl Hosts {
             AckInfo {
                 entropy: packet.entropy & self.path_mask,
                 ecn: true,
+                loss: true,
                 sent_at: packet.sent_at,
                 now,
             },
@@ -722,6 +723,7 @@ impl Hosts {
                     AckInfo {
                         entropy: packet.entropy & self.path_mask,
                         ecn: packet.ecn,
+                        loss: false,
                         sent_at: packet.sent_at,
                         now,
                     },
@@ -747,6 +749,7 @@ impl Hosts {
                     AckInfo {
                         entropy: packet.entropy & self.path_mask,
                         ecn: true,
+                        loss: true,
                         sent_at: packet.sent_at,
                         now,
                     },
