@@ -76,6 +76,13 @@ struct SweepFile {
     base_file: Option<PathBuf>,
     #[serde(default)]
     grid: toml::Table,
+    /// Named axes: each value a bundle of keys set together (`[axes.NAME.VALUE]`).
+    #[serde(default)]
+    axes: toml::Table,
+    /// Points whose scenario is refused are left out (listed in sweep.json) instead of
+    /// failing the sweep: for grids where some combinations do not apply.
+    #[serde(default)]
+    skip_invalid: bool,
 }
 
 fn one() -> u64 {
@@ -91,6 +98,16 @@ pub struct Manifest {
     /// Grid keys, in column order.
     pub keys: Vec<String>,
     pub points: Vec<PointInfo>,
+    /// Points left out by `skip_invalid`: their grid label and why the scenario was refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedPoint>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SkippedPoint {
+    pub id: String,
+    pub values: Vec<String>,
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -168,6 +185,71 @@ fn flatten_grid(
     Ok(())
 }
 
+/// One value of a named axis: its name, the scenario file whose sections it puts in place of
+/// the base's, and the (dotted key, value) pairs it then sets, in order.
+type Bundle = (String, Option<toml::Table>, Vec<(String, toml::Value)>);
+
+/// Flattens a bundle's table into (dotted key, value): nested tables become dotted keys, any
+/// other value (a list included) is set whole.
+fn flatten_bundle(prefix: &str, t: &toml::Table, out: &mut Vec<(String, toml::Value)>) {
+    for (k, v) in t {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(sub) => flatten_bundle(&key, sub, out),
+            other => out.push((key, other.clone())),
+        }
+    }
+}
+
+/// Reads `[axes]`: per axis its name and values, each value a bundle of keys. A bundle's
+/// `file = "x.toml"` (relative to the sweep file) is a scenario file each of whose sections
+/// (and top-level keys) replaces the base's whole; its other keys are set after, so they win.
+fn read_axes(axes: &toml::Table, dir: Option<&Path>) -> Result<Vec<(String, Vec<Bundle>)>> {
+    let mut out = Vec::new();
+    for (axis, values) in axes {
+        let toml::Value::Table(values) = values else {
+            bail!("axis `{axis}`: expected a table of named values ([axes.{axis}.NAME])");
+        };
+        if values.is_empty() {
+            bail!("axis `{axis}`: no values; give at least one [axes.{axis}.NAME]");
+        }
+        let mut bundles = Vec::new();
+        for (name, v) in values {
+            let toml::Value::Table(t) = v else {
+                bail!("axis `{axis}` value `{name}`: expected a table of scenario keys, got `{v}`");
+            };
+            let mut t = t.clone();
+            let mut keys = Vec::new();
+            let mut file = None;
+            if let Some(f) = t.remove("file") {
+                let Some(f) = f.as_str() else {
+                    bail!("axis `{axis}` value `{name}`: `file` must be a path (a string)");
+                };
+                let f = match dir {
+                    Some(d) if Path::new(f).is_relative() => d.join(f),
+                    _ => PathBuf::from(f),
+                };
+                let text = std::fs::read_to_string(&f).with_context(|| {
+                    format!("axis `{axis}` value `{name}`: cannot read {}", f.display())
+                })?;
+                let origin = Origin::file(&f);
+                ScenarioFile::from_toml(&text, &[], &origin)?;
+                let ft: toml::Table =
+                    toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", f.display()))?;
+                file = Some(ft);
+            }
+            flatten_bundle("", &t, &mut keys);
+            bundles.push((name.clone(), file, keys));
+        }
+        out.push((axis.clone(), bundles));
+    }
+    Ok(out)
+}
+
 /// Sets `path` (dotted; numeric parts index arrays, one past the end appends) in `table`, as
 /// `--set` does (`lbsim::scenario::set_path`). The string `unset` removes the key.
 pub fn set_path(table: &mut toml::Table, path: &str, value: toml::Value) -> Result<(), String> {
@@ -217,25 +299,54 @@ impl Plan {
         ScenarioFile::from_table(base.clone(), &origin, "base")?;
         let mut grid = Vec::new();
         flatten_grid("", &sf.grid, &mut grid).map_err(|e| anyhow!("{name}: {e}"))?;
-        let keys: Vec<String> = grid.iter().map(|(k, _)| k.clone()).collect();
-        let n: usize = grid.iter().map(|(_, v)| v.len()).product();
+        let axes = read_axes(&sf.axes, dir.as_deref()).map_err(|e| anyhow!("{name}: {e}"))?;
+        if let Some((a, _)) = axes.iter().find(|(a, _)| grid.iter().any(|(k, _)| k == a)) {
+            bail!("{name}: `{a}` is both an axis and a grid key");
+        }
+        // Axes come first (slowest), then the grid keys.
+        let keys: Vec<String> = axes
+            .iter()
+            .map(|(a, _)| a.clone())
+            .chain(grid.iter().map(|(k, _)| k.clone()))
+            .collect();
+        let dims: Vec<usize> = axes
+            .iter()
+            .map(|(_, b)| b.len())
+            .chain(grid.iter().map(|(_, v)| v.len()))
+            .collect();
+        let n: usize = dims.iter().product();
         if n > 1_000_000 {
             bail!("{name}: the grid has {n} points; at most 1,000,000");
         }
         let mut points = Vec::with_capacity(n);
         let mut files = Vec::with_capacity(n);
+        let mut skipped = Vec::new();
         let mut peak: Option<lbsim::memory::MemoryEstimate> = None;
         for i in 0..n {
             // Mixed radix, first key slowest: points come out in the grid's own order.
             let mut rem = i;
-            let mut idx = vec![0; grid.len()];
-            for (j, (_, vals)) in grid.iter().enumerate().rev() {
-                idx[j] = rem % vals.len();
-                rem /= vals.len();
+            let mut idx = vec![0; dims.len()];
+            for (j, &d) in dims.iter().enumerate().rev() {
+                idx[j] = rem % d;
+                rem /= d;
             }
             let mut t = base.clone();
             let mut values = Vec::new();
             let mut label = Vec::new();
+            for (j, (axis, bundles)) in axes.iter().enumerate() {
+                let (value, file, sets) = &bundles[idx[j]];
+                label.push(format!("{axis}={value}"));
+                values.push(value.clone());
+                for (k, v) in file.iter().flatten() {
+                    t.insert(k.clone(), v.clone());
+                }
+                for (key, v) in sets {
+                    set_path(&mut t, key, v.clone()).map_err(|e| {
+                        anyhow!("{name}: axis `{axis}` value `{value}`: key `{key}`: {e}")
+                    })?;
+                }
+            }
+            let idx = &idx[axes.len()..];
             for (j, (key, vals)) in grid.iter().enumerate() {
                 let v = vals[idx[j]].clone();
                 label.push(format!("{key}={}", value_text(&v)));
@@ -244,15 +355,40 @@ impl Plan {
             }
             let id = format!("p{i:04}");
             let at = format!("grid point {id} ({})", label.join(", "));
-            let file = ScenarioFile::from_table(t, &origin, &at)
-                .map_err(|e| anyhow!("{e}{}", unknown_hint(&e.to_string(), &keys)))?;
+            // A refused point fails the sweep, or with `skip_invalid` is listed and left out.
+            let mut skip = |e: anyhow::Error, values: Vec<String>| -> Result<()> {
+                if !sf.skip_invalid {
+                    return Err(e);
+                }
+                skipped.push(SkippedPoint {
+                    id: id.clone(),
+                    values,
+                    reason: e.to_string(),
+                });
+                Ok(())
+            };
+            let file = match ScenarioFile::from_table(t, &origin, &at) {
+                Ok(f) => f,
+                Err(e) => {
+                    skip(
+                        anyhow!("{e}{}", unknown_hint(&e.to_string(), &keys)),
+                        values,
+                    )?;
+                    continue;
+                }
+            };
             // Before building: a point too large to build at all must not abort the process.
             let est = file.memory_estimate();
             if let Some(e) = &est {
                 crate::guard::check_memory(&format!("{name}: {at}"), e, 1, force)?;
             }
-            let sc =
-                Scenario::build(file.clone(), &origin).map_err(|e| anyhow!("{name}: {at}: {e}"))?;
+            let sc = match Scenario::build(file.clone(), &origin) {
+                Ok(sc) => sc,
+                Err(e) => {
+                    skip(anyhow!("{name}: {at}: {e}"), values)?;
+                    continue;
+                }
+            };
             let est = match est {
                 Some(e) => e,
                 None => {
@@ -279,6 +415,7 @@ impl Plan {
                 seeds: sf.seeds,
                 keys,
                 points,
+                skipped,
             },
             files,
             origin,
@@ -424,6 +561,17 @@ pub fn main(a: SweepArgs) -> Result<()> {
         .unwrap_or_else(|| PathBuf::from("results").join(path.file_stem().unwrap_or_default()));
     let shard = a.shard.as_deref().map(parse_shard).transpose()?;
     let plan = Plan::load(path, a.force)?;
+    let skipped = &plan.manifest.skipped;
+    if !skipped.is_empty() && !a.quiet {
+        eprintln!(
+            "{} of {} grid points left out (skip_invalid; sweep.json lists each with its reason), e.g. {} ({}): {}",
+            skipped.len(),
+            skipped.len() + plan.manifest.points.len(),
+            skipped[0].id,
+            skipped[0].values.join(", "),
+            skipped[0].reason.lines().last().unwrap_or_default()
+        );
+    }
     if a.slurm {
         return submit_slurm(&a, path, &out, &plan);
     }
@@ -817,5 +965,97 @@ mod tests {
         assert_eq!(v[1], "ecmp,8192");
         assert_eq!(v[3], "host_spray,4096");
         assert_eq!(v.len(), 6);
+    }
+
+    #[test]
+    fn axes_set_bundles_of_keys_before_the_grid() {
+        let dir = std::env::temp_dir().join(format!("lbsim-axes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A fabric file whose [topology] replaces the base's whole (its k would be refused
+        // beside kind = "leaf_spine" if merged key by key).
+        std::fs::write(
+            dir.join("ls.toml"),
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nhosts_per_leaf = 2\nspines = 1\n",
+        )
+        .unwrap();
+        let text = "[base.topology]\nk = 4\n[grid]\n\"load_balancing.scheme\" = [\"ecmp\", \"host_spray\"]\n\
+                    [axes.fabric.fat]\n\"topology.link_gbps\" = 100\n\
+                    [axes.fabric.ls]\nfile = \"ls.toml\"\ntopology.spines = 2\n\
+                    [axes.size.small]\nworkload.message_bytes = 4096\n";
+        let p = Plan::from_text(text, &dir.join("s.toml"), false).unwrap();
+        assert_eq!(p.manifest.keys, ["fabric", "size", "load_balancing.scheme"]);
+        let v: Vec<String> = p
+            .manifest
+            .points
+            .iter()
+            .map(|p| p.values.join(","))
+            .collect();
+        assert_eq!(
+            v,
+            [
+                "fat,small,ecmp",
+                "fat,small,host_spray",
+                "ls,small,ecmp",
+                "ls,small,host_spray"
+            ]
+        );
+        let f: ScenarioFile = toml::from_str(&p.manifest.points[2].scenario).unwrap();
+        let t = f.topology;
+        assert_eq!(f.workload.message_bytes, 4096);
+        assert_eq!((t.leaves, t.hosts_per_leaf, t.spines), (2, 2, 2));
+        let f: ScenarioFile = toml::from_str(&p.manifest.points[0].scenario).unwrap();
+        assert_eq!((f.topology.k, f.topology.link_gbps), (4, 100.0));
+        let err = |text: &str| {
+            Plan::from_text(text, &dir.join("s.toml"), false)
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        let e = err("[grid]\nfabric = [1]\n[axes.fabric.a]\nseed = 2\n");
+        assert!(e.contains("`fabric` is both an axis and a grid key"), "{e}");
+        let e = err("[axes.fabric]\na = 3\n");
+        assert!(
+            e.contains("axis `fabric` value `a`: expected a table"),
+            "{e}"
+        );
+        let e = err("[axes.fabric.a]\nfile = \"nope.toml\"\n");
+        assert!(e.contains("axis `fabric` value `a`: cannot read"), "{e}");
+        let e = err("[axes.fabric.a]\n\"topology.nope\" = 3\n");
+        assert!(e.contains("fabric=a") && e.contains("nope"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn skip_invalid_leaves_refused_points_out_and_names_them() {
+        let text = "[base.topology]\nk = 4\n[grid]\n\"load_balancing.scheme\" = [\"ecmp\", \"host_spray\"]\n\
+                    \"load_balancing.subflows\" = [2]\n";
+        let e = Plan::from_text(text, Path::new("s.toml"), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("load_balancing.subflows"), "{e}");
+        let p = Plan::from_text(
+            &format!("skip_invalid = true\n{text}"),
+            Path::new("s.toml"),
+            false,
+        )
+        .unwrap();
+        assert!(p.manifest.points.is_empty());
+        assert_eq!(p.manifest.skipped.len(), 2);
+        assert_eq!(p.manifest.skipped[1].id, "p0001");
+        assert_eq!(p.manifest.skipped[1].values, ["host_spray", "2"]);
+        assert!(p.manifest.skipped[1]
+            .reason
+            .contains("applies only to scheme subflow"));
+        let text = text.replace("[\"ecmp\", \"host_spray\"]", "[\"ecmp\", \"subflow\"]");
+        let p = Plan::from_text(
+            &format!("skip_invalid = true\n{text}"),
+            Path::new("s.toml"),
+            false,
+        )
+        .unwrap();
+        assert_eq!(p.manifest.points.len(), 1);
+        assert_eq!(p.manifest.points[0].id, "p0001");
+        assert_eq!(p.runs().len(), 1);
     }
 }
