@@ -137,6 +137,8 @@ pub mod defaults {
     pub const MOE_LAYER_GAP_US: f64 = 0.0;
     pub const MOE_LAYERS: u32 = 1;
     pub const MOE_BACKWARD: bool = true;
+    /// `workload.moe_hierarchical`: every GPU sends to every GPU direct.
+    pub const MOE_HIERARCHICAL: bool = false;
 }
 
 /// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can

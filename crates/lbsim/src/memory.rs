@@ -134,7 +134,13 @@ fn job_flows(w: &WorkloadConfig, hosts: u128) -> Option<(u128, u128)> {
                         w.moe_combine_bytes_per_element
                             .unwrap_or(d::MOE_COMBINE_BYTES_PER_ELEMENT),
                     ) as u128;
-            (layers * phases * n * n.saturating_sub(1), bytes)
+            // Relayed: a network leg and an NVLink leg per pair at most.
+            let legs = if w.moe_hierarchical.unwrap_or(d::MOE_HIERARCHICAL) {
+                2
+            } else {
+                1
+            };
+            (layers * phases * legs * n * n.saturating_sub(1), bytes)
         }
         WorkloadKind::Fsdp => {
             let preset = w

@@ -820,7 +820,7 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
     }
     if w == "moe" {
         // Up to 8 GPUs of 1-3 experts each, sizes from the drawn bytes, every routing option
-        // drawn from the seed (a server limit of 1 with top_k within one GPU's experts, so it
+        // and the relayed (hierarchical) phases drawn from the seed (a server limit of 1 with top_k within one GPU's experts, so it
         // is always feasible), two layers, started late and repeated.
         let g = n.clamp(2, 8) as u64;
         let per = 1 + c.seed % 3;
@@ -846,6 +846,10 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
             format!(
                 "workload.moe_backward={}",
                 (c.seed / 1024).is_multiple_of(2)
+            ),
+            format!(
+                "workload.moe_hierarchical={}",
+                (c.seed / 3).is_multiple_of(2)
             ),
             format!("workload.moe_compute_us={}", c.seed % 5 * 3),
             format!("workload.moe_layer_gap_us={}", c.seed % 3 * 2),

@@ -515,3 +515,72 @@ fn pxn_relays_moe_traffic_between_rails() {
     assert_eq!(o.summary.flows_completed as usize, o.flows.len());
     assert!(o.collectives.collectives.iter().all(|c| c.cct_ps.is_some()));
 }
+
+#[test]
+fn hierarchical_dispatch_crosses_servers_once_per_token_on_its_rail() {
+    // One GPU per server (a fat-tree's hosts): the relay is the destination itself, so the
+    // relayed phases are the direct ones, flow for flow.
+    let on_fat_tree = |h: bool| {
+        let s = format!("workload.moe_hierarchical={h}");
+        moe(&["workload.moe_tokens_per_gpu=64", &s]).unwrap()
+    };
+    let (plain, relayed) = (on_fat_tree(false), on_fat_tree(true));
+    assert_eq!(plain.flows, relayed.flows);
+    assert_eq!(plain.deps, relayed.deps);
+    // 2 servers of 4 GPUs, 3 experts a token: a token with several experts on the other
+    // server crosses once, to the GPU of its own rail there, so fewer bytes cross and every
+    // flow between servers joins two GPUs of one rail.
+    let base = [
+        "topology.servers=2",
+        "topology.leaf_servers=2",
+        "topology.server.gpus=4",
+        "workload.moe_experts=16",
+        "workload.moe_experts_per_gpu=2",
+        "workload.moe_top_k=3",
+        "workload.moe_tokens_per_gpu=32",
+        "workload.moe_hidden=512",
+    ];
+    let on_ai = |h: bool| {
+        let mut s = base.to_vec();
+        let x = format!("workload.moe_hierarchical={h}");
+        s.push(&x);
+        moe_ai(&s).unwrap()
+    };
+    let (plain, relayed) = (on_ai(false), on_ai(true));
+    let runs = relayed.topology.domain_runs().unwrap();
+    let at = |h: u32| {
+        let r = runs.iter().find(|r| r.contains(&h)).unwrap();
+        (r.start, h - r.start)
+    };
+    let cross = |sc: &Scenario, phase: &str| -> u64 {
+        let c = sc
+            .labels
+            .collectives
+            .iter()
+            .find(|c| c.algo.name() == phase)
+            .unwrap();
+        sc.flows[c.flows.start as usize..c.flows.end as usize]
+            .iter()
+            .filter(|f| at(f.src.0).0 != at(f.dst.0).0)
+            .map(|f| f.size_bytes)
+            .sum()
+    };
+    for phase in [
+        "moe_dispatch",
+        "moe_combine",
+        "moe_combine_bwd",
+        "moe_dispatch_bwd",
+    ] {
+        let (p, r) = (cross(&plain, phase), cross(&relayed, phase));
+        assert!(0 < r && r < p, "{phase}: {r} bytes relayed, {p} direct");
+    }
+    for f in &relayed.flows {
+        let ((s, rs), (d, rd)) = (at(f.src.0), at(f.dst.0));
+        assert!(s == d || rs == rd, "{f:?} crosses servers off its rail");
+    }
+    let o = lbsim::run(relayed);
+    assert_eq!(o.summary.flows_completed as usize, o.flows.len());
+    for c in &o.collectives.collectives {
+        assert!(c.cct_ps.unwrap() >= c.bound_ps, "{c:?}");
+    }
+}

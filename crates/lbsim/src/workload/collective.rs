@@ -157,6 +157,18 @@ impl Cond {
     }
 
     /// All of `conds`: only the highest level counts (it dominates the rest).
+    /// All of `conds`, as [`Cond::join`], but the very condition of one of them when the
+    /// join adds nothing to it: a collective-wide condition then stays one shared list, and one
+    /// trigger (`Builder::finish` tells long lists apart by address).
+    pub(super) fn join_shared(conds: &[Cond]) -> Cond {
+        let j = Cond::join(conds);
+        conds
+            .iter()
+            .find(|c| c.level == j.level && c.delay == j.delay && c.flows == j.flows)
+            .cloned()
+            .unwrap_or(j)
+    }
+
     fn join<'a>(conds: impl IntoIterator<Item = &'a Cond>) -> Cond {
         let mut out: Option<(u32, Vec<u32>, SimTime)> = None;
         for c in conds {
@@ -194,7 +206,7 @@ pub struct Builder {
 
 impl Builder {
     /// Opens a collective that starts when `start` holds.
-    fn begin(&mut self, start: &Cond) -> Cond {
+    pub(super) fn begin(&mut self, start: &Cond) -> Cond {
         self.level += 2;
         self.coll_first = self.flows.len() as u32;
         let c = Cond {
@@ -218,7 +230,7 @@ impl Builder {
     /// A transfer of `bytes` from `src` to `dst` once `cond` holds; returns its completion.
     /// Under PXN one between domains whose hosts sit at different positions (rails) crosses
     /// NVLink to the host of `src`'s domain at `dst`'s position first.
-    fn send(&mut self, src: u32, dst: u32, bytes: u64, cond: &Cond) -> Cond {
+    pub(super) fn send(&mut self, src: u32, dst: u32, bytes: u64, cond: &Cond) -> Cond {
         if let Some(d) = &self.domains {
             let ((fs, ns), (fd, _)) = (d[src as usize], d[dst as usize]);
             let relay = fs + (dst - fd);
@@ -251,7 +263,7 @@ impl Builder {
     }
 
     /// Closes the collective: its completion (every flow received) and its flow range.
-    fn end(&mut self) -> (Cond, Range<u32>) {
+    pub(super) fn end(&mut self) -> (Cond, Range<u32>) {
         let r = self.coll_first..self.flows.len() as u32;
         let start = self.coll_start.take().expect("begin before end");
         let done = if r.is_empty() {

@@ -232,6 +232,11 @@ pub struct WorkloadConfig {
     /// reversed, last layer first, compute twice the forward's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_backward: Option<bool>,
+    /// moe: a token for another server crosses the network once, to the GPU there on its own
+    /// GPU's rail, which forwards it over NVLink to its experts' GPUs (and the combine back the
+    /// same way: DeepEP's internode kernels) (false: every GPU sends to every GPU direct).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_hierarchical: Option<bool>,
     /// chakra: the algorithm per collective type (a table: serialized after the plain keys).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chakra_algorithms: Option<ChakraAlgorithms>,
@@ -276,6 +281,7 @@ impl Default for WorkloadConfig {
             moe_layer_gap_us: None,
             moe_layers: None,
             moe_backward: None,
+            moe_hierarchical: None,
         }
     }
 }
@@ -317,6 +323,7 @@ impl WorkloadConfig {
         "moe_layer_gap_us",
         "moe_layers",
         "moe_backward",
+        "moe_hierarchical",
     ];
 
     /// Every `moe_*` key that applies left unset given its default (`lbsim show`).
@@ -343,6 +350,7 @@ impl WorkloadConfig {
         self.moe_layer_gap_us.get_or_insert(d::MOE_LAYER_GAP_US);
         self.moe_layers.get_or_insert(d::MOE_LAYERS);
         self.moe_backward.get_or_insert(d::MOE_BACKWARD);
+        self.moe_hierarchical.get_or_insert(d::MOE_HIERARCHICAL);
     }
 
     /// The optional keys that are set, in `OPTION_KEYS` order.
@@ -382,6 +390,7 @@ impl WorkloadConfig {
             self.moe_layer_gap_us.is_some(),
             self.moe_layers.is_some(),
             self.moe_backward.is_some(),
+            self.moe_hierarchical.is_some(),
         ];
         Self::OPTION_KEYS
             .iter()

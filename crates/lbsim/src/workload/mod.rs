@@ -472,6 +472,7 @@ const MOE_KEYS: &[&str] = &[
     "moe_layer_gap_us",
     "moe_layers",
     "moe_backward",
+    "moe_hierarchical",
 ];
 
 const ALL_KINDS: &[WorkloadKind] = &[
@@ -698,14 +699,14 @@ fn resolve(
                 ));
             }
             // Servers: the fabric's NVLink domains, or else each host.
-            let server_of_host: Vec<u32> = match topo.domain_runs() {
-                Ok(runs) => runs
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, r)| r.clone().map(move |_| i as u32))
-                    .collect(),
-                Err(_) => (0..topo.hosts).collect(),
-            };
+            let runs = topo
+                .domain_runs()
+                .unwrap_or_else(|_| (0..topo.hosts).map(|h| h..h + 1).collect());
+            let server_of_host: Vec<u32> = runs
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| r.clone().map(move |_| i as u32))
+                .collect();
             let servers: Vec<u32> = hosts.iter().map(|&h| server_of_host[h as usize]).collect();
             let n = n as usize;
             for g in 0..groups as usize {
@@ -715,6 +716,7 @@ fn resolve(
             JobWork::Moe(Box::new(moe::MoeModel {
                 router,
                 servers,
+                runs,
                 seed,
                 ..m
             }))
@@ -985,7 +987,9 @@ fn moe_router(
         layer_gap,
         layers,
         backward: w.moe_backward.unwrap_or(d::MOE_BACKWARD),
+        hierarchical: w.moe_hierarchical.unwrap_or(d::MOE_HIERARCHICAL),
         servers: Vec::new(),
+        runs: Vec::new(),
         seed: 0,
     };
     Ok((router, model))

@@ -4,6 +4,8 @@
 //! experts drawn by popularity; the dispatch all-to-all sends each token once to every GPU that
 //! holds one of its experts (as DeepEP does: the GPU applies its experts to one copy), the
 //! experts compute, and the combine all-to-all sends the results back over the reversed pairs.
+//! With `hierarchical`, a token bound for another server is relayed as DeepEP's internode
+//! kernels do (see `relayed`).
 //!
 //! Routing, per token: experts are drawn one at a time without replacement, each with
 //! probability proportional to its weight among those still allowed (successive sampling).
@@ -18,6 +20,9 @@
 //! last layer first: the combine's reverse (gradients to the experts, combine's bytes per
 //! element), twice the expert compute, the dispatch's reverse (gradients back, dispatch's bytes
 //! per element), twice the gap.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
 
 use rand::Rng;
 
@@ -78,6 +83,29 @@ impl Routing {
                 }
                 for &g in &gpus {
                     out[src * n + g as usize] += 1;
+                }
+            }
+        }
+        out
+    }
+
+    /// Per (rank, server) with `servers` each rank's: the tokens of the rank with at least one
+    /// kept expert on a GPU of the server.
+    pub fn server_tokens(&self, r: &Router, servers: &[u32]) -> BTreeMap<(u32, u32), u64> {
+        let n = self.ranks as usize;
+        let (t, k) = (r.tokens_per_gpu as usize, r.top_k as usize);
+        let mut out = BTreeMap::new();
+        let mut seen: Vec<u32> = Vec::with_capacity(k);
+        for src in 0..n {
+            for tok in 0..t {
+                let at = (src * t + tok) * k;
+                seen.clear();
+                for i in at..at + k {
+                    let s = servers[(self.experts[i] / r.experts_per_gpu) as usize];
+                    if self.kept[i] && !seen.contains(&s) {
+                        seen.push(s);
+                        *out.entry((src as u32, s)).or_default() += 1;
+                    }
                 }
             }
         }
@@ -192,8 +220,13 @@ pub struct MoeModel {
     pub layer_gap: SimTime,
     pub layers: u32,
     pub backward: bool,
+    /// Tokens for another server relayed by the GPU there on their own GPU's rail (DeepEP's
+    /// internode dispatch and combine).
+    pub hierarchical: bool,
     /// The server of every rank of the job (all its groups, in placement order).
     pub servers: Vec<u32>,
+    /// Each server's hosts (the fabric's NVLink domains, or one host each).
+    pub runs: Vec<Range<u32>>,
     pub seed: u64,
 }
 
@@ -219,6 +252,22 @@ fn layer_rng(seed: u64, job: u32, group: u32, iteration: u32, layer: u32) -> Sim
     rng_for(seed, Stream::Moe, index)
 }
 
+/// Which way a phase moves the tokens of a layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Way {
+    /// From each token's GPU to its experts' GPUs (dispatch, the combine's gradients).
+    Out,
+    /// From the experts' GPUs back to each token's GPU (combine, the dispatch's gradients).
+    Back,
+}
+
+/// One layer's traffic: tokens per ordered pair of ranks (src x n + dst) and, for the relayed
+/// variant, per (rank, server) the tokens of the rank with an expert on the server.
+struct LayerTokens {
+    pairs: Vec<u64>,
+    servers: BTreeMap<(u32, u32), u64>,
+}
+
 /// Generates one group's iterations of a `moe` job on ranks placed on `hosts`, from `start`;
 /// returns its end.
 #[allow(clippy::too_many_arguments)]
@@ -242,9 +291,9 @@ pub(super) fn group(
     let mut cond = start;
     let mut gap = SimTime::ZERO;
     for it in 0..iterations {
-        // Per layer, the tokens each ordered pair moves (src x n + dst).
-        let mut tokens: Vec<Vec<u64>> = Vec::with_capacity(m.layers as usize);
-        let mut phases: Vec<(Algo, u32, Vec<u64>, SimTime)> = Vec::new();
+        let mut tokens: Vec<LayerTokens> = Vec::with_capacity(m.layers as usize);
+        // (kind, layer, way, bytes per token, compute before).
+        let mut phases: Vec<(Algo, u32, Way, u64, SimTime)> = Vec::new();
         for l in 0..m.layers {
             let routing = route(
                 &m.router,
@@ -262,33 +311,51 @@ pub(super) fn group(
                 max_expert_tokens: routing.load.iter().copied().max().unwrap_or(0),
                 mean_expert_tokens: kept as f64 / m.router.experts as f64,
             });
-            let p = routing.pair_tokens(&m.router);
-            let dispatch: Vec<u64> = p.iter().map(|&x| x * db).collect();
-            // The combine sends dst's results back to src: transposed.
-            let combine: Vec<u64> = (0..n * n).map(|i| p[(i % n) * n + i / n] * cb).collect();
-            phases.push((Algo::MoeDispatch, l, dispatch, gap + m.layer_gap));
-            phases.push((Algo::MoeCombine, l, combine, m.compute));
+            tokens.push(LayerTokens {
+                pairs: routing.pair_tokens(&m.router),
+                servers: if m.hierarchical {
+                    routing.server_tokens(&m.router, servers)
+                } else {
+                    BTreeMap::new()
+                },
+            });
+            phases.push((Algo::MoeDispatch, l, Way::Out, db, gap + m.layer_gap));
+            phases.push((Algo::MoeCombine, l, Way::Back, cb, m.compute));
             gap = SimTime::ZERO;
-            tokens.push(p);
         }
         if m.backward {
             for l in (0..m.layers).rev() {
-                let p = &tokens[l as usize];
-                let combine_back: Vec<u64> = p.iter().map(|&x| x * cb).collect();
-                let dispatch_back: Vec<u64> =
-                    (0..n * n).map(|i| p[(i % n) * n + i / n] * db).collect();
-                phases.push((Algo::MoeCombineBackward, l, combine_back, gap));
+                phases.push((Algo::MoeCombineBackward, l, Way::Out, cb, gap));
                 phases.push((
                     Algo::MoeDispatchBackward,
                     l,
-                    dispatch_back,
+                    Way::Back,
+                    db,
                     m.compute + m.compute,
                 ));
                 gap = m.layer_gap + m.layer_gap;
             }
         }
-        for (algo, l, sizes, before) in phases {
-            let (done, flows) = collective::exchange(b, hosts, &sizes, &cond.then(before));
+        for (algo, l, way, per_token, before) in phases {
+            let t = &tokens[l as usize];
+            let start = cond.then(before);
+            let ((done, flows), bytes) = if m.hierarchical {
+                relayed(b, m, hosts, servers, t, way, per_token, &start)
+            } else {
+                // Back: dst's results to src, so the pairs transposed.
+                let sizes: Vec<u64> = (0..n * n)
+                    .map(|i| match way {
+                        Way::Out => t.pairs[i],
+                        Way::Back => t.pairs[(i % n) * n + i / n],
+                    })
+                    .map(|x| x * per_token)
+                    .collect();
+                let bytes = (0..n * n)
+                    .filter(|i| i % n != i / n)
+                    .map(|i| sizes[i])
+                    .sum();
+                (collective::exchange(b, hosts, &sizes, &start), bytes)
+            };
             labels.collectives.push(CollectiveInfo {
                 job,
                 group,
@@ -296,10 +363,7 @@ pub(super) fn group(
                 layer: Some(l),
                 algo,
                 ranks: n as u32,
-                bytes: (0..n * n)
-                    .filter(|i| i % n != i / n)
-                    .map(|i| sizes[i])
-                    .sum(),
+                bytes,
                 flows,
                 compute_before: before,
                 bound: SimTime::ZERO,
@@ -308,6 +372,105 @@ pub(super) fn group(
         }
     }
     cond
+}
+
+/// One phase relayed as DeepEP's internode kernels move it: a token bound for another server
+/// crosses the network once, to the GPU of that server at its own GPU's position (its rail),
+/// which forwards it over NVLink to each of its experts' GPUs there; coming back, the experts'
+/// GPUs send their results over NVLink to that GPU, which sends the token home once all have
+/// arrived. Tokens within a server go direct. Returns the phase's completion, its flows and
+/// its bytes (every leg between distinct hosts).
+#[allow(clippy::too_many_arguments)]
+fn relayed(
+    b: &mut Builder,
+    m: &MoeModel,
+    hosts: &[u32],
+    servers: &[u32],
+    t: &LayerTokens,
+    way: Way,
+    per_token: u64,
+    start: &Cond,
+) -> ((Cond, Range<u32>), u64) {
+    let n = hosts.len();
+    // The host of server `s` at rank r's position in its own server (wrapped if smaller).
+    let relay = |r: usize, s: u32| {
+        let own = &m.runs[servers[r] as usize];
+        let there = &m.runs[s as usize];
+        there.start + (hosts[r] - own.start) % there.len() as u32
+    };
+    let mut bytes = 0u64;
+    let mut send = |b: &mut Builder, src: u32, dst: u32, tokens: u64, cond: &Cond| {
+        if src != dst {
+            bytes += tokens * per_token;
+        }
+        b.send(src, dst, tokens * per_token, cond)
+    };
+    let s0 = b.begin(start);
+    match way {
+        Way::Out => {
+            // Per token owner, each of its peers in the shifted order; a server's network leg
+            // when the first of its GPUs comes up.
+            for r in 0..n {
+                let mut legs: BTreeMap<u32, Cond> = BTreeMap::new();
+                for i in 1..n {
+                    let d = (r + i) % n;
+                    let k = t.pairs[r * n + d];
+                    if k == 0 {
+                        continue;
+                    }
+                    let s = servers[d];
+                    if s == servers[r] {
+                        send(b, hosts[r], hosts[d], k, &s0);
+                        continue;
+                    }
+                    let via = relay(r, s);
+                    let c = legs
+                        .entry(s)
+                        .or_insert_with(|| send(b, hosts[r], via, t.servers[&(r as u32, s)], &s0))
+                        .clone();
+                    send(b, via, hosts[d], k, &c);
+                }
+            }
+        }
+        Way::Back => {
+            // Per expert GPU, each token owner in the shifted order; an owner's network leg
+            // from a server when the last of that server's GPUs has reached the relay.
+            let mut left: BTreeMap<(usize, u32), u32> = BTreeMap::new();
+            for r in 0..n {
+                for d in 0..n {
+                    if servers[d] != servers[r] && t.pairs[r * n + d] > 0 {
+                        *left.entry((r, servers[d])).or_default() += 1;
+                    }
+                }
+            }
+            let mut arrived: BTreeMap<(usize, u32), Vec<Cond>> = BTreeMap::new();
+            for d in 0..n {
+                for i in 1..n {
+                    let r = (d + i) % n;
+                    let k = t.pairs[r * n + d];
+                    if k == 0 {
+                        continue;
+                    }
+                    let s = servers[d];
+                    if s == servers[r] {
+                        send(b, hosts[d], hosts[r], k, &s0);
+                        continue;
+                    }
+                    let via = relay(r, s);
+                    let c = send(b, hosts[d], via, k, &s0);
+                    let all = arrived.entry((r, s)).or_default();
+                    all.push(c);
+                    let rest = left.get_mut(&(r, s)).expect("counted above");
+                    *rest -= 1;
+                    if *rest == 0 {
+                        let ready = Cond::join_shared(all);
+                        send(b, via, hosts[r], t.servers[&(r as u32, s)], &ready);
+                    }
+                }
+            }
+        }
+    }
+    (b.end(), bytes)
 }
 
 #[cfg(test)]
@@ -367,5 +530,63 @@ mod tests {
         for tok in x.experts.chunks(2) {
             assert_eq!(tok[0] / 4, tok[1] / 4, "{tok:?}");
         }
+    }
+
+    #[test]
+    fn relayed_tokens_cross_the_network_once_per_server_on_their_rail() {
+        // Two servers of two GPUs (hosts 0-1, 2-3). GPU 0 sends 5 tokens to GPU 2 and 4 to
+        // GPU 3, 2 of them to both: 7 cross to host 2 (GPU 0's position there), which forwards
+        // 4 to GPU 3. Back: GPU 3's 4 reach host 2 over NVLink, then 7 go home.
+        let m = MoeModel {
+            router: router(4, 2, 1, 1),
+            hidden: 1,
+            dispatch_bytes_per_element: 1,
+            combine_bytes_per_element: 1,
+            compute: SimTime::ZERO,
+            layer_gap: SimTime::ZERO,
+            layers: 1,
+            backward: false,
+            hierarchical: true,
+            servers: vec![0, 0, 1, 1],
+            runs: vec![0..2, 2..4],
+            seed: 0,
+        };
+        let mut pairs = vec![0u64; 16];
+        pairs[2] = 5;
+        pairs[3] = 4;
+        let t = LayerTokens {
+            pairs,
+            servers: BTreeMap::from([((0, 1), 7)]),
+        };
+        let hosts = [0, 1, 2, 3];
+        let mut b = Builder::default();
+        let s = Cond::at(SimTime::ZERO);
+        let ((out, _), bytes) = relayed(&mut b, &m, &hosts, &m.servers, &t, Way::Out, 10, &s);
+        assert_eq!(bytes, 110);
+        relayed(&mut b, &m, &hosts, &m.servers, &t, Way::Back, 10, &out);
+        let (flows, deps) = b.finish();
+        let got: Vec<(u32, u32, u64)> = flows
+            .iter()
+            .map(|f| (f.src.0, f.dst.0, f.size_bytes))
+            .collect();
+        assert_eq!(got, [(0, 2, 70), (2, 3, 40), (3, 2, 40), (2, 0, 70)]);
+        // The forward waits for the network leg; the way home for the NVLink leg (flow 2),
+        // which waits for the whole dispatch.
+        let waits_for = |f: u32| -> Vec<Vec<u32>> {
+            deps.triggers
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.targets.contains(&f))
+                .map(|(i, _)| {
+                    (0..flows.len() as u32)
+                        .filter(|&p| deps.on_recv_done[p as usize].contains(&(i as u32)))
+                        .collect()
+                })
+                .collect()
+        };
+        assert_eq!(waits_for(0), Vec::<Vec<u32>>::new());
+        assert_eq!(waits_for(1), [vec![0]]);
+        assert_eq!(waits_for(2), [vec![0, 1]]);
+        assert_eq!(waits_for(3), [vec![2]]);
     }
 }
