@@ -159,6 +159,9 @@ pub mod limits {
     /// iterations x groups): each is a few random numbers, so this bounds the generator's time
     /// (a minute or so) before any flow exists.
     pub const MOE_DRAWS: u64 = 1 << 32;
+    /// Expert draws of one layer of one group (tokens per GPU x ranks x top_k): the generator
+    /// holds them all to admit tokens by capacity, 5 bytes each (1.3 GB here).
+    pub const MOE_LAYER_DRAWS: u64 = 1 << 28;
 
     /// `bytes` as one message of `payload`-byte packets: within [`MESSAGE_PACKETS`], or why not.
     pub fn check_message(bytes: u64, payload: u32) -> Result<(), String> {

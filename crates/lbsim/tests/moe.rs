@@ -426,6 +426,10 @@ fn bad_input_is_refused_naming_its_key() {
             "moe_tokens_per_gpu",
         ),
         (
+            &["workload.moe_tokens_per_gpu=3000000"],
+            "moe_tokens_per_gpu",
+        ),
+        (
             &["workload.moe_experts=128", "workload.moe_experts_per_gpu=2"],
             "moe_experts",
         ),

@@ -679,6 +679,19 @@ fn resolve(
                     ),
                 ));
             }
+            let layer = router.tokens_per_gpu as u64 * n * router.top_k as u64;
+            if layer > limits::MOE_LAYER_DRAWS {
+                return Err(err(
+                    "moe_tokens_per_gpu",
+                    format!(
+                        "{} tokens per GPU x {n} ranks x top_k {} are {layer} expert draws in \
+                         one layer, more than the {} the generator holds at once",
+                        router.tokens_per_gpu,
+                        router.top_k,
+                        limits::MOE_LAYER_DRAWS
+                    ),
+                ));
+            }
             // Forward and backward compute, every layer in series, from the start.
             let per_layer = (m.compute.ps() as u128 + m.layer_gap.ps() as u128)
                 * if m.backward { 3 } else { 1 };
