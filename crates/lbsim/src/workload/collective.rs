@@ -156,7 +156,6 @@ impl Cond {
         }
     }
 
-    /// All of `conds`: only the highest level counts (it dominates the rest).
     /// All of `conds`, as [`Cond::join`], but the very condition of one of them when the
     /// join adds nothing to it: a collective-wide condition then stays one shared list, and one
     /// trigger (`Builder::finish` tells long lists apart by address).
@@ -169,6 +168,7 @@ impl Cond {
             .unwrap_or(j)
     }
 
+    /// All of `conds`: only the highest level counts (it dominates the rest).
     fn join<'a>(conds: impl IntoIterator<Item = &'a Cond>) -> Cond {
         let mut out: Option<(u32, Vec<u32>, SimTime)> = None;
         for c in conds {
