@@ -202,6 +202,58 @@ fn shipped_scenarios_are_valid_and_default_matches_builtin() {
 }
 
 #[test]
+fn moe_runs_give_the_same_flows_csv_per_seed_and_show_reads_back() {
+    let d = tmpdir("moe");
+    let sets = [
+        "topology.k=4",
+        "workload.kind=moe",
+        "workload.moe_tokens_per_gpu=128",
+        "workload.moe_popularity=\"zipf\"",
+        "workload.moe_zipf_exponent=1.2",
+        "workload.moe_capacity_factor=1.5",
+        "workload.moe_layers=2",
+    ];
+    let flows = |name: &str, seed: u32, scenario: Option<&Path>| {
+        let out = d.join(name);
+        let seed = format!("seed={seed}");
+        let mut args: Vec<&str> = vec!["run", "--quiet", "--out", out.to_str().unwrap()];
+        if let Some(p) = scenario {
+            args.push(p.to_str().unwrap());
+        } else {
+            for s in sets.iter().chain([&seed.as_str()]) {
+                args.extend(["--set", s]);
+            }
+        }
+        let o = lbsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let csv = std::fs::read_to_string(out.join("collectives.csv")).unwrap();
+        assert!(csv.contains(",moe_dispatch_bwd,"), "{csv}");
+        std::fs::read(out.join("flows.csv")).unwrap()
+    };
+    let a = flows("a", 3, None);
+    assert_eq!(a, flows("b", 3, None));
+    assert_ne!(a, flows("c", 4, None));
+    // `show` prints every moe key's value in effect, and the file reads back to the same run.
+    let mut args = vec!["show"];
+    let seed = "seed=3";
+    for s in sets.iter().chain([&seed]) {
+        args.extend(["--set", s]);
+    }
+    let o = lbsim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in ["moe_hidden = 7168", "moe_top_k = 8", "moe_max_servers = 0"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let path = d.join("shown.toml");
+    std::fs::write(&path, &text).unwrap();
+    assert_eq!(flows("d", 0, Some(&path)), a);
+    assert!(String::from_utf8(lbsim(&["list"]).stdout)
+        .unwrap()
+        .contains("\n  moe "));
+}
+
+#[test]
 fn show_states_the_shifted_all_to_all_order() {
     let o = lbsim(&["show", "--set", "workload.kind=all_to_all"]);
     assert!(o.status.success(), "{}", stderr(&o));

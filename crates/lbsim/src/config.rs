@@ -116,6 +116,29 @@ pub mod defaults {
     pub const FAILURE_END_TIME_BOUNDS: u64 = 20;
     /// The most links on any path of the fabrics lbsim builds (host-ToR-agg-core-agg-ToR-host).
     pub const MAX_PATH_LINKS: u64 = 6;
+    /// `workload.moe_*` (kind `moe`): one small layer that runs on the default fabric in about
+    /// a second: 64 routed experts, 4 per GPU (an expert-parallel group of 16 GPUs), each token
+    /// to 8 of them, DeepSeek-V3's hidden size, FP8 dispatch and BF16 combine, forward and
+    /// backward, no compute (communication only) and no capacity or server limit.
+    pub const MOE_TOKENS_PER_GPU: u32 = 1024;
+    pub const MOE_HIDDEN: u32 = 7168;
+    pub const MOE_DISPATCH_BYTES_PER_ELEMENT: u32 = 1;
+    pub const MOE_COMBINE_BYTES_PER_ELEMENT: u32 = 2;
+    pub const MOE_EXPERTS: u32 = 64;
+    pub const MOE_TOP_K: u32 = 8;
+    pub const MOE_EXPERTS_PER_GPU: u32 = 4;
+    /// `workload.moe_zipf_exponent` with `moe_popularity = "zipf"`.
+    pub const MOE_ZIPF_EXPONENT: f64 = 1.0;
+    /// `workload.moe_capacity_factor`: 0, no cap (no token is dropped).
+    pub const MOE_CAPACITY_FACTOR: f64 = 0.0;
+    /// `workload.moe_max_servers`: 0, a token's experts on any number of servers.
+    pub const MOE_MAX_SERVERS: u32 = 0;
+    pub const MOE_COMPUTE_US: f64 = 0.0;
+    pub const MOE_LAYER_GAP_US: f64 = 0.0;
+    pub const MOE_LAYERS: u32 = 1;
+    pub const MOE_BACKWARD: bool = true;
+    /// `workload.moe_hierarchical`: every GPU sends to every GPU direct.
+    pub const MOE_HIERARCHICAL: bool = false;
 }
 
 /// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can
@@ -130,6 +153,15 @@ pub mod limits {
     /// stay below it, and so must the whole workload counted in series: the latest start, plus
     /// every trigger delay, plus all the data at the host link rate.
     pub const TIME_PS: u64 = 1 << 62;
+    /// `workload.moe_experts`: routed experts per layer.
+    pub const MOE_EXPERTS: u32 = 1 << 16;
+    /// Expert draws a `moe` workload makes (tokens per GPU x ranks x top_k x layers x
+    /// iterations x groups): each is a few random numbers, so this bounds the generator's time
+    /// (a minute or so) before any flow exists.
+    pub const MOE_DRAWS: u64 = 1 << 32;
+    /// Expert draws of one layer of one group (tokens per GPU x ranks x top_k): the generator
+    /// holds them all to admit tokens by capacity, 5 bytes each (1.3 GB here).
+    pub const MOE_LAYER_DRAWS: u64 = 1 << 28;
 
     /// `bytes` as one message of `payload`-byte packets: within [`MESSAGE_PACKETS`], or why not.
     pub fn check_message(bytes: u64, payload: u32) -> Result<(), String> {

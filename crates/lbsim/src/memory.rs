@@ -113,6 +113,35 @@ fn job_flows(w: &WorkloadConfig, hosts: u128) -> Option<(u128, u128)> {
             let steps = 2 * (128 - n.max(1).leading_zeros() as u128);
             (n * steps, s / 2)
         }
+        WorkloadKind::Moe => {
+            use crate::config::defaults as d;
+            let experts = w.moe_experts.unwrap_or(d::MOE_EXPERTS) as u128;
+            let n = experts
+                / (w.moe_experts_per_gpu
+                    .unwrap_or(d::MOE_EXPERTS_PER_GPU)
+                    .max(1) as u128);
+            let layers = w.moe_layers.unwrap_or(d::MOE_LAYERS) as u128;
+            let phases = if w.moe_backward.unwrap_or(d::MOE_BACKWARD) {
+                4
+            } else {
+                2
+            };
+            let bytes = w.moe_tokens_per_gpu.unwrap_or(d::MOE_TOKENS_PER_GPU) as u128
+                * w.moe_hidden.unwrap_or(d::MOE_HIDDEN) as u128
+                * w.moe_dispatch_bytes_per_element
+                    .unwrap_or(d::MOE_DISPATCH_BYTES_PER_ELEMENT)
+                    .max(
+                        w.moe_combine_bytes_per_element
+                            .unwrap_or(d::MOE_COMBINE_BYTES_PER_ELEMENT),
+                    ) as u128;
+            // Relayed: a network leg and an NVLink leg per pair at most.
+            let legs = if w.moe_hierarchical.unwrap_or(d::MOE_HIERARCHICAL) {
+                2
+            } else {
+                1
+            };
+            (layers * phases * legs * n * n.saturating_sub(1), bytes)
+        }
         WorkloadKind::Fsdp => {
             let preset = w
                 .model

@@ -30,6 +30,8 @@ pub enum Stream {
     Failure = 6,
     /// A flow's per-packet path draws (host spraying, PLB re-draws, REPS exploration).
     FlowPath = 7,
+    /// A `moe` workload's token-to-expert routing, one stream per layer of each iteration.
+    Moe = 8,
 }
 
 pub fn derive_seed(seed: u64, stream: Stream, index: u64) -> u64 {

@@ -1,6 +1,6 @@
 //! The lower bound holds on every run: random small scenarios (topology, workload including
 //! connection matrices with flows both ways and trigger chains, collectives started late and
-//! repeated, two jobs sharing the fabric, oversubscribed leaf-spines, random 2- and 3-tier Clos
+//! repeated, MoE layers (routing, capacity and server limits drawn), two jobs sharing the fabric, oversubscribed leaf-spines, random 2- and 3-tier Clos
 //! (tapers, parallel cables, per-tier rates and latencies), imported SimAI graphs (GPUs on
 //! NVSwitches, rail-optimized or not, dual-ToR, two planes), generated GPU clusters (the `ai`
 //! kind: rails or not, dual-ToR, planes, tapers, NVLink domains), sizes, ACK sizes, paced
@@ -229,6 +229,7 @@ const WORKLOADS: &[&str] = &[
     "ring_reduce_scatter",
     "pairwise_all_to_all",
     "jobs",
+    "moe",
 ];
 
 /// A tier's links: a rate of 5, 10 or 20 tenths of the host links' and a latency.
@@ -637,6 +638,7 @@ fn extras(c: &Case, s: &mut Vec<String>) -> Vec<usize> {
                         | "pairwise_all_to_all"
                         | "incast"
                         | "outcast"
+                        | "moe"
                 ) {
                     set(s, "workload.gpus_per_host", pick(0, &["1", "2", "4"]));
                     let placements: &[&str] = if servers {
@@ -835,6 +837,57 @@ fn sets(c: &Case) -> (Vec<String>, Option<String>) {
                 }
             ),
         ]);
+    }
+    if w == "moe" {
+        // Up to 8 GPUs of 1-3 experts each, sizes from the drawn bytes, every routing option
+        // and the relayed (hierarchical) phases drawn from the seed (a server limit of 1 with top_k within one GPU's experts, so it
+        // is always feasible), two layers, started late and repeated.
+        let g = n.clamp(2, 8) as u64;
+        let per = 1 + c.seed % 3;
+        let limited = c.seed.is_multiple_of(4);
+        let top = if limited {
+            1 + c.seed / 4 % per
+        } else {
+            1 + c.seed / 4 % (g * per)
+        };
+        let tokens = 1 + c.seed / 16 % 32;
+        s.extend([
+            format!("workload.moe_experts={}", g * per),
+            format!("workload.moe_experts_per_gpu={per}"),
+            format!("workload.moe_top_k={top}"),
+            format!("workload.moe_max_servers={}", u64::from(limited)),
+            format!("workload.moe_tokens_per_gpu={tokens}"),
+            format!("workload.moe_hidden={}", (c.bytes / tokens).max(1)),
+            format!(
+                "workload.moe_combine_bytes_per_element={}",
+                1 + c.seed / 512 % 2
+            ),
+            "workload.moe_layers=2".to_string(),
+            format!(
+                "workload.moe_backward={}",
+                (c.seed / 1024).is_multiple_of(2)
+            ),
+            format!(
+                "workload.moe_hierarchical={}",
+                (c.seed / 3).is_multiple_of(2)
+            ),
+            format!("workload.moe_compute_us={}", c.seed % 5 * 3),
+            format!("workload.moe_layer_gap_us={}", c.seed % 3 * 2),
+            format!("workload.start_us={}", c.start_us),
+            format!("workload.iterations={}", c.iterations),
+        ]);
+        match c.seed / 2048 % 3 {
+            0 => {}
+            1 => s.extend([
+                "workload.moe_popularity=\"zipf\"".to_string(),
+                "workload.moe_zipf_exponent=1.2".to_string(),
+                "workload.moe_capacity_factor=1.1".to_string(),
+            ]),
+            _ => s.push(format!(
+                "workload.moe_capacity_factor={}",
+                1 + c.seed / 8192 % 3
+            )),
+        }
     }
     if w != "connection_matrix" {
         return (s, None);

@@ -336,6 +336,9 @@ impl ScenarioFile {
                 w.all_to_all_algorithm
                     .get_or_insert(AllToAllAlgorithm::DEFAULT);
             }
+            if w.kind == WorkloadKind::Moe {
+                w.fill_moe_defaults();
+            }
         }
         f
     }

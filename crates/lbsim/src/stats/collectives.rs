@@ -187,6 +187,22 @@ pub struct ChakraReport {
     pub iteration_ps: Option<u64>,
 }
 
+/// One layer's routing in a `moe` job (summary.json's `collectives.moe`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct MoeLayerRecord {
+    pub job: u32,
+    pub group: u32,
+    pub iteration: u32,
+    pub layer: u32,
+    /// Token-to-expert assignments drawn (tokens x top_k over the group).
+    pub assignments: u64,
+    /// Of which the capacity factor dropped.
+    pub dropped: u64,
+    /// The most tokens one expert kept, and the mean over the experts.
+    pub max_expert_tokens: u64,
+    pub mean_expert_tokens: f64,
+}
+
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct CollectiveReport {
     pub jobs: Vec<JobRecord>,
@@ -195,6 +211,8 @@ pub struct CollectiveReport {
     pub collectives: Vec<CollectiveRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chakra: Option<ChakraReport>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moe: Vec<MoeLayerRecord>,
 }
 
 impl CollectiveReport {
@@ -305,6 +323,20 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
         }
         out.chakra = Some(rep);
     }
+    out.moe = labels
+        .moe
+        .iter()
+        .map(|m| MoeLayerRecord {
+            job: m.job,
+            group: m.group,
+            iteration: m.iteration,
+            layer: m.layer,
+            assignments: m.assignments,
+            dropped: m.dropped,
+            max_expert_tokens: m.max_expert_tokens,
+            mean_expert_tokens: m.mean_expert_tokens,
+        })
+        .collect();
     for (j, info) in labels.jobs.iter().enumerate() {
         let j = j as u32;
         let mine: Vec<&CollectiveRecord> = out.collectives.iter().filter(|c| c.job == j).collect();

@@ -58,6 +58,14 @@ pub enum Algo {
     Incast,
     /// Rank 0 sends to every other rank.
     Outcast,
+    /// MoE: tokens to their experts' GPUs (a size per pair).
+    MoeDispatch,
+    /// MoE: the experts' results back to the tokens' GPUs.
+    MoeCombine,
+    /// MoE backward: the combine's gradients to the experts (the combine's pairs reversed).
+    MoeCombineBackward,
+    /// MoE backward: the dispatch's gradients back (the dispatch's pairs reversed).
+    MoeDispatchBackward,
 }
 
 impl Algo {
@@ -73,6 +81,10 @@ impl Algo {
             Algo::Permutation => "permutation",
             Algo::Incast => "incast",
             Algo::Outcast => "outcast",
+            Algo::MoeDispatch => "moe_dispatch",
+            Algo::MoeCombine => "moe_combine",
+            Algo::MoeCombineBackward => "moe_combine_bwd",
+            Algo::MoeDispatchBackward => "moe_dispatch_bwd",
         }
     }
 }
@@ -88,7 +100,8 @@ pub struct CollectiveInfo {
     pub layer: Option<u32>,
     pub algo: Algo,
     pub ranks: u32,
-    /// S: the buffer per rank (per pair for all-to-all).
+    /// S: the buffer per rank (per pair for all-to-all; for MoE phases, all bytes between
+    /// distinct ranks).
     pub bytes: u64,
     /// Its flows (contiguous; empty if every rank shares one host).
     pub flows: Range<u32>,
@@ -113,6 +126,8 @@ pub struct Labels {
     pub collectives: Vec<CollectiveInfo>,
     /// A Chakra replay's ranks and critical-path data.
     pub chakra: Option<super::chakra::ChakraLabels>,
+    /// MoE jobs: each layer's routing (tokens dropped, expert load).
+    pub moe: Vec<super::moe::MoeLayerInfo>,
 }
 
 /// When something can start: all of `flows` received, then `delay`; with no flows, at `delay`.
@@ -139,6 +154,18 @@ impl Cond {
             delay: self.delay + d,
             ..self.clone()
         }
+    }
+
+    /// All of `conds`, as [`Cond::join`], but the very condition of one of them when the
+    /// join adds nothing to it: a collective-wide condition then stays one shared list, and one
+    /// trigger (`Builder::finish` tells long lists apart by address).
+    pub(super) fn join_shared(conds: &[Cond]) -> Cond {
+        let j = Cond::join(conds);
+        conds
+            .iter()
+            .find(|c| c.level == j.level && c.delay == j.delay && c.flows == j.flows)
+            .cloned()
+            .unwrap_or(j)
     }
 
     /// All of `conds`: only the highest level counts (it dominates the rest).
@@ -179,7 +206,7 @@ pub struct Builder {
 
 impl Builder {
     /// Opens a collective that starts when `start` holds.
-    fn begin(&mut self, start: &Cond) -> Cond {
+    pub(super) fn begin(&mut self, start: &Cond) -> Cond {
         self.level += 2;
         self.coll_first = self.flows.len() as u32;
         let c = Cond {
@@ -203,7 +230,7 @@ impl Builder {
     /// A transfer of `bytes` from `src` to `dst` once `cond` holds; returns its completion.
     /// Under PXN one between domains whose hosts sit at different positions (rails) crosses
     /// NVLink to the host of `src`'s domain at `dst`'s position first.
-    fn send(&mut self, src: u32, dst: u32, bytes: u64, cond: &Cond) -> Cond {
+    pub(super) fn send(&mut self, src: u32, dst: u32, bytes: u64, cond: &Cond) -> Cond {
         if let Some(d) = &self.domains {
             let ((fs, ns), (fd, _)) = (d[src as usize], d[dst as usize]);
             let relay = fs + (dst - fd);
@@ -236,7 +263,7 @@ impl Builder {
     }
 
     /// Closes the collective: its completion (every flow received) and its flow range.
-    fn end(&mut self) -> (Cond, Range<u32>) {
+    pub(super) fn end(&mut self) -> (Cond, Range<u32>) {
         let r = self.coll_first..self.flows.len() as u32;
         let start = self.coll_start.take().expect("begin before end");
         let done = if r.is_empty() {
@@ -378,6 +405,10 @@ pub fn schedule<T: Transfers>(t: &mut T, algo: Algo, bytes: u64, starts: &[T::C]
             }
         }
         Algo::Permutation => unreachable!("a permutation is not scheduled over ranks"),
+        Algo::MoeDispatch
+        | Algo::MoeCombine
+        | Algo::MoeCombineBackward
+        | Algo::MoeDispatchBackward => unreachable!("MoE phases have a size per pair: `exchange`"),
         Algo::Incast => {
             for r in 1..n {
                 t.send(r, 0, bytes, &starts[r]);
@@ -440,6 +471,24 @@ pub fn collective(
         }
     } else {
         schedule(&mut OnHosts { b, hosts }, algo, bytes, &vec![s0; n]);
+    }
+    b.end()
+}
+
+/// An all-to-all over ranks placed on `hosts` with a size per ordered pair (`sizes[src x n +
+/// dst]` bytes; a zero sends nothing), each rank's messages in the shifted order r+1, r+2, ...
+/// (as `AllToAllShifted`), all starting at `start`. Returns its completion and its flows.
+pub fn exchange(b: &mut Builder, hosts: &[u32], sizes: &[u64], start: &Cond) -> (Cond, Range<u32>) {
+    let n = hosts.len();
+    let s0 = b.begin(start);
+    for r in 0..n {
+        for i in 1..n {
+            let d = (r + i) % n;
+            let bytes = sizes[r * n + d];
+            if bytes > 0 {
+                b.send(hosts[r], hosts[d], bytes, &s0);
+            }
+        }
     }
     b.end()
 }
@@ -548,10 +597,11 @@ pub fn preset_names() -> Vec<&'static str> {
 }
 
 /// What one job runs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum JobWork {
     Collective { algo: Algo, bytes: u64 },
     Fsdp(FsdpModel),
+    Moe(Box<super::moe::MoeModel>),
 }
 
 /// One job: `groups` independent groups of `hosts.len() / groups` ranks each, `iterations`
@@ -567,9 +617,10 @@ pub struct JobSpec<'a> {
 
 pub fn job(b: &mut Builder, labels: &mut Labels, j: &JobSpec) {
     let n = j.hosts.len() / j.groups as usize;
-    let kind = match j.work {
+    let kind = match &j.work {
         JobWork::Collective { algo, .. } => algo.name(),
         JobWork::Fsdp(_) => "fsdp",
+        JobWork::Moe(_) => "moe",
     };
     labels.jobs.push(JobInfo {
         kind,
@@ -579,6 +630,10 @@ pub fn job(b: &mut Builder, labels: &mut Labels, j: &JobSpec) {
     for g in 0..j.groups {
         let hosts = &j.hosts[g as usize * n..(g as usize + 1) * n];
         let mut cond = Cond::at(j.start);
+        if let JobWork::Moe(m) = &j.work {
+            super::moe::group(b, labels, m, j.job, g, hosts, j.iterations, cond);
+            continue;
+        }
         let label = |algo, it, layer, bytes, flows, compute_before| CollectiveInfo {
             job: j.job,
             group: g,
@@ -593,6 +648,7 @@ pub fn job(b: &mut Builder, labels: &mut Labels, j: &JobSpec) {
         };
         for it in 0..j.iterations {
             match j.work {
+                JobWork::Moe(_) => unreachable!("generated above"),
                 JobWork::Collective { algo, bytes } => {
                     let (done, r) = collective(b, algo, hosts, bytes, &cond);
                     labels

@@ -26,6 +26,9 @@ pub enum WorkloadKind {
     /// An MLCommons Chakra execution trace replayed: compute delays, point-to-point messages
     /// and collectives, waiting on each other as the trace's dependencies say.
     Chakra,
+    /// Mixture-of-Experts expert parallelism: per layer a dispatch all-to-all of tokens to the
+    /// GPUs of their routed experts, the experts' compute, then the combine all-to-all back.
+    Moe,
 }
 
 impl WorkloadKind {
@@ -42,6 +45,7 @@ impl WorkloadKind {
             WorkloadKind::Incast => "incast",
             WorkloadKind::Outcast => "outcast",
             WorkloadKind::Chakra => "chakra",
+            WorkloadKind::Moe => "moe",
         }
     }
 }
@@ -87,6 +91,28 @@ pub struct ChakraAlgorithms {
     /// ALL_TO_ALL: `direct`, `shifted` or `pairwise` (direct).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_to_all: Option<AllToAllAlgorithm>,
+}
+
+/// `workload.moe_popularity`: how often each routed expert is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoePopularity {
+    /// Every expert alike.
+    Uniform,
+    /// Expert e (from 0) weighs 1 / (e + 1)^`moe_zipf_exponent`: expert 0 is the most popular.
+    Zipf,
+    /// `moe_expert_weights`, one weight per expert.
+    Weights,
+}
+
+impl MoePopularity {
+    pub fn name(self) -> &'static str {
+        match self {
+            MoePopularity::Uniform => "uniform",
+            MoePopularity::Zipf => "zipf",
+            MoePopularity::Weights => "weights",
+        }
+    }
 }
 
 /// `[workload]`
@@ -155,7 +181,63 @@ pub struct WorkloadConfig {
     /// instead of refusing the trace (false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chakra_skip_unknown: Option<bool>,
-    /// chakra: the algorithm per collective type.
+    /// moe: tokens each GPU routes per layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_tokens_per_gpu: Option<u32>,
+    /// moe: elements in a token's hidden state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_hidden: Option<u32>,
+    /// moe: bytes per element the dispatch sends (1: FP8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_dispatch_bytes_per_element: Option<u32>,
+    /// moe: bytes per element the combine sends (2: BF16).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_combine_bytes_per_element: Option<u32>,
+    /// moe: routed experts per layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_experts: Option<u32>,
+    /// moe: experts each token is routed to (distinct).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_top_k: Option<u32>,
+    /// moe: experts per GPU; the expert-parallel group is experts / experts_per_gpu ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_experts_per_gpu: Option<u32>,
+    /// moe: `uniform`, `zipf` or `weights`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_popularity: Option<MoePopularity>,
+    /// moe with `zipf` popularity: the exponent (non-negative).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_zipf_exponent: Option<f64>,
+    /// moe with `weights` popularity: one non-negative weight per expert.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_expert_weights: Option<Vec<f64>>,
+    /// moe: an expert takes at most ceil(factor x tokens x top_k / experts) tokens of a layer,
+    /// the rest dropped (0: no cap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_capacity_factor: Option<f64>,
+    /// moe: a token's experts lie on at most this many servers (0: any number).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_max_servers: Option<u32>,
+    /// moe: forward expert compute between a dispatch and its combine, in microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_compute_us: Option<f64>,
+    /// moe: forward compute between one layer's combine and the next layer's dispatch, in
+    /// microseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_layer_gap_us: Option<f64>,
+    /// moe: MoE layers per iteration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_layers: Option<u32>,
+    /// moe: after the forward layers, the backward pass (each layer's combine and dispatch
+    /// reversed, last layer first, compute twice the forward's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_backward: Option<bool>,
+    /// moe: a token for another server crosses the network once, to the GPU there on its own
+    /// GPU's rail, which forwards it over NVLink to its experts' GPUs (and the combine back the
+    /// same way: DeepEP's internode kernels) (false: every GPU sends to every GPU direct).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moe_hierarchical: Option<bool>,
+    /// chakra: the algorithm per collective type (a table: serialized after the plain keys).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chakra_algorithms: Option<ChakraAlgorithms>,
 }
@@ -183,6 +265,23 @@ impl Default for WorkloadConfig {
             chakra_ranks: None,
             chakra_skip_unknown: None,
             chakra_algorithms: None,
+            moe_tokens_per_gpu: None,
+            moe_hidden: None,
+            moe_dispatch_bytes_per_element: None,
+            moe_combine_bytes_per_element: None,
+            moe_experts: None,
+            moe_top_k: None,
+            moe_experts_per_gpu: None,
+            moe_popularity: None,
+            moe_zipf_exponent: None,
+            moe_expert_weights: None,
+            moe_capacity_factor: None,
+            moe_max_servers: None,
+            moe_compute_us: None,
+            moe_layer_gap_us: None,
+            moe_layers: None,
+            moe_backward: None,
+            moe_hierarchical: None,
         }
     }
 }
@@ -208,7 +307,51 @@ impl WorkloadConfig {
         "chakra_ranks",
         "chakra_skip_unknown",
         "chakra_algorithms",
+        "moe_tokens_per_gpu",
+        "moe_hidden",
+        "moe_dispatch_bytes_per_element",
+        "moe_combine_bytes_per_element",
+        "moe_experts",
+        "moe_top_k",
+        "moe_experts_per_gpu",
+        "moe_popularity",
+        "moe_zipf_exponent",
+        "moe_expert_weights",
+        "moe_capacity_factor",
+        "moe_max_servers",
+        "moe_compute_us",
+        "moe_layer_gap_us",
+        "moe_layers",
+        "moe_backward",
+        "moe_hierarchical",
     ];
+
+    /// Every `moe_*` key that applies left unset given its default (`lbsim show`).
+    pub fn fill_moe_defaults(&mut self) {
+        use crate::config::defaults as d;
+        self.moe_tokens_per_gpu.get_or_insert(d::MOE_TOKENS_PER_GPU);
+        self.moe_hidden.get_or_insert(d::MOE_HIDDEN);
+        self.moe_dispatch_bytes_per_element
+            .get_or_insert(d::MOE_DISPATCH_BYTES_PER_ELEMENT);
+        self.moe_combine_bytes_per_element
+            .get_or_insert(d::MOE_COMBINE_BYTES_PER_ELEMENT);
+        self.moe_experts.get_or_insert(d::MOE_EXPERTS);
+        self.moe_top_k.get_or_insert(d::MOE_TOP_K);
+        self.moe_experts_per_gpu
+            .get_or_insert(d::MOE_EXPERTS_PER_GPU);
+        let p = *self.moe_popularity.get_or_insert(MoePopularity::Uniform);
+        if p == MoePopularity::Zipf {
+            self.moe_zipf_exponent.get_or_insert(d::MOE_ZIPF_EXPONENT);
+        }
+        self.moe_capacity_factor
+            .get_or_insert(d::MOE_CAPACITY_FACTOR);
+        self.moe_max_servers.get_or_insert(d::MOE_MAX_SERVERS);
+        self.moe_compute_us.get_or_insert(d::MOE_COMPUTE_US);
+        self.moe_layer_gap_us.get_or_insert(d::MOE_LAYER_GAP_US);
+        self.moe_layers.get_or_insert(d::MOE_LAYERS);
+        self.moe_backward.get_or_insert(d::MOE_BACKWARD);
+        self.moe_hierarchical.get_or_insert(d::MOE_HIERARCHICAL);
+    }
 
     /// The optional keys that are set, in `OPTION_KEYS` order.
     pub fn given_options(&self) -> Vec<&'static str> {
@@ -231,6 +374,23 @@ impl WorkloadConfig {
             self.chakra_ranks.is_some(),
             self.chakra_skip_unknown.is_some(),
             self.chakra_algorithms.is_some(),
+            self.moe_tokens_per_gpu.is_some(),
+            self.moe_hidden.is_some(),
+            self.moe_dispatch_bytes_per_element.is_some(),
+            self.moe_combine_bytes_per_element.is_some(),
+            self.moe_experts.is_some(),
+            self.moe_top_k.is_some(),
+            self.moe_experts_per_gpu.is_some(),
+            self.moe_popularity.is_some(),
+            self.moe_zipf_exponent.is_some(),
+            self.moe_expert_weights.is_some(),
+            self.moe_capacity_factor.is_some(),
+            self.moe_max_servers.is_some(),
+            self.moe_compute_us.is_some(),
+            self.moe_layer_gap_us.is_some(),
+            self.moe_layers.is_some(),
+            self.moe_backward.is_some(),
+            self.moe_hierarchical.is_some(),
         ];
         Self::OPTION_KEYS
             .iter()

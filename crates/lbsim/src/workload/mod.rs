@@ -8,6 +8,7 @@ pub mod chakra;
 pub mod collective;
 pub mod config;
 pub mod connection_matrix;
+pub mod moe;
 
 use rand::seq::SliceRandom;
 
@@ -17,7 +18,7 @@ use crate::net::Topology;
 use crate::rng::{rng_for, Stream};
 use crate::time::SimTime;
 use collective::{Algo, Builder, JobSpec, JobWork, Labels, Placement};
-pub use config::{AllToAllAlgorithm, TrafficSpec, WorkloadConfig, WorkloadKind};
+pub use config::{AllToAllAlgorithm, MoePopularity, TrafficSpec, WorkloadConfig, WorkloadKind};
 
 /// Each flow's identity: its source, its destination and its number among the flows between
 /// the same pair, in list order, hashed. Per-flow draws (entropies, path choices, a policy's own
@@ -415,6 +416,8 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         WorkloadKind::Incast | WorkloadKind::Outcast => return [&["fan_in"], PLACE].concat(),
         WorkloadKind::AllToAll => &["all_to_all_algorithm"],
         WorkloadKind::Fsdp => &["model", "layers", "layer_bytes", "compute_us_per_layer"],
+        // The group is the expert-parallel group: its size follows from the experts.
+        WorkloadKind::Moe => return [&["groups"], PLACE, MOE_KEYS].concat(),
         WorkloadKind::RingAllreduce
         | WorkloadKind::RingReduceScatter
         | WorkloadKind::RingAllgather
@@ -451,6 +454,27 @@ fn check_keys(w: &WorkloadConfig, prefix: &str, origin: &Origin) -> Result<(), C
     Ok(())
 }
 
+/// The keys only `moe` reads.
+const MOE_KEYS: &[&str] = &[
+    "moe_tokens_per_gpu",
+    "moe_hidden",
+    "moe_dispatch_bytes_per_element",
+    "moe_combine_bytes_per_element",
+    "moe_experts",
+    "moe_top_k",
+    "moe_experts_per_gpu",
+    "moe_popularity",
+    "moe_zipf_exponent",
+    "moe_expert_weights",
+    "moe_capacity_factor",
+    "moe_max_servers",
+    "moe_compute_us",
+    "moe_layer_gap_us",
+    "moe_layers",
+    "moe_backward",
+    "moe_hierarchical",
+];
+
 const ALL_KINDS: &[WorkloadKind] = &[
     WorkloadKind::Permutation,
     WorkloadKind::AllToAll,
@@ -463,6 +487,7 @@ const ALL_KINDS: &[WorkloadKind] = &[
     WorkloadKind::Incast,
     WorkloadKind::Outcast,
     WorkloadKind::Chakra,
+    WorkloadKind::Moe,
 ];
 
 type Resolved = (Vec<u32>, JobWork, u32, u32, SimTime);
@@ -493,7 +518,10 @@ fn resolve(
     if iterations == 0 {
         return Err(err("iterations", "must be at least 1".into()));
     }
-    let needs_size = !matches!(w.kind, WorkloadKind::Fsdp | WorkloadKind::ConnectionMatrix);
+    let needs_size = !matches!(
+        w.kind,
+        WorkloadKind::Fsdp | WorkloadKind::ConnectionMatrix | WorkloadKind::Moe
+    );
     if needs_size && w.message_bytes == 0 {
         return Err(err("message_bytes", "must be positive".into()));
     }
@@ -544,7 +572,33 @@ fn resolve(
             ),
         ));
     }
+    let moe = match w.kind {
+        WorkloadKind::Moe => Some(moe_router(w, payload, &err)?),
+        _ => None,
+    };
     let n = match (w.group_size, w.kind) {
+        (_, WorkloadKind::Moe) => {
+            let (r, _) = moe.as_ref().expect("moe checked above");
+            let n = (r.experts / r.experts_per_gpu) as u64;
+            if n * groups as u64 > capacity {
+                let key = if n <= capacity && groups > 1 {
+                    "groups"
+                } else {
+                    "moe_experts"
+                };
+                return Err(err(
+                    key,
+                    format!(
+                        "{groups} expert-parallel group(s) of {} experts at {} per GPU are {} \
+                         ranks, more than the {have}",
+                        r.experts,
+                        r.experts_per_gpu,
+                        n * groups as u64
+                    ),
+                ));
+            }
+            n
+        }
         (_, WorkloadKind::Incast | WorkloadKind::Outcast) => match w.fan_in {
             Some(0) => return Err(err("fan_in", "must be at least 1".into())),
             Some(f) if f as u64 + 1 > capacity => {
@@ -604,6 +658,82 @@ fn resolve(
     let hosts = collective::place(topo, placement, ranks, gpus, first, seed, job)
         .map_err(|m| err("group_size", m))?;
     let work = match w.kind {
+        WorkloadKind::Moe => {
+            let (router, m) = moe.expect("moe checked above");
+            let draws = (router.tokens_per_gpu as u128)
+                * (ranks as u128)
+                * (router.top_k as u128)
+                * (m.layers as u128)
+                * (iterations as u128);
+            if draws > limits::MOE_DRAWS as u128 {
+                return Err(err(
+                    "moe_tokens_per_gpu",
+                    format!(
+                        "{} tokens per GPU x {ranks} ranks x top_k {} x {} layer(s) x \
+                         {iterations} iteration(s) are {draws} expert draws, more than the {} \
+                         the generator makes",
+                        router.tokens_per_gpu,
+                        router.top_k,
+                        m.layers,
+                        limits::MOE_DRAWS
+                    ),
+                ));
+            }
+            let layer = router.tokens_per_gpu as u64 * n * router.top_k as u64;
+            if layer > limits::MOE_LAYER_DRAWS {
+                return Err(err(
+                    "moe_tokens_per_gpu",
+                    format!(
+                        "{} tokens per GPU x {n} ranks x top_k {} are {layer} expert draws in \
+                         one layer, more than the {} the generator holds at once",
+                        router.tokens_per_gpu,
+                        router.top_k,
+                        limits::MOE_LAYER_DRAWS
+                    ),
+                ));
+            }
+            // Forward and backward compute, every layer in series, from the start.
+            let per_layer = (m.compute.ps() as u128 + m.layer_gap.ps() as u128)
+                * if m.backward { 3 } else { 1 };
+            let series = (m.layers as u128 * iterations as u128)
+                .saturating_mul(per_layer)
+                .saturating_add(start.ps() as u128);
+            if series >= limits::TIME_PS as u128 {
+                return Err(err(
+                    "moe_compute_us",
+                    format!(
+                        "{} layers x {iterations} iteration(s) of compute are {:.3e} s of \
+                         simulated time in series, past the {} ps (about 53 days) a run may \
+                         simulate",
+                        m.layers,
+                        series as f64 / 1e12,
+                        limits::TIME_PS
+                    ),
+                ));
+            }
+            // Servers: the fabric's NVLink domains, or else each host.
+            let runs = topo
+                .domain_runs()
+                .unwrap_or_else(|_| (0..topo.hosts).map(|h| h..h + 1).collect());
+            let server_of_host: Vec<u32> = runs
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| r.clone().map(move |_| i as u32))
+                .collect();
+            let servers: Vec<u32> = hosts.iter().map(|&h| server_of_host[h as usize]).collect();
+            let n = n as usize;
+            for g in 0..groups as usize {
+                moe_check_servers(&router, &servers[g * n..(g + 1) * n])
+                    .map_err(|msg| err("moe_max_servers", msg))?;
+            }
+            JobWork::Moe(Box::new(moe::MoeModel {
+                router,
+                servers,
+                runs,
+                seed,
+                ..m
+            }))
+        }
         WorkloadKind::Fsdp => {
             let base = match &w.model {
                 None => None,
@@ -683,6 +813,233 @@ fn resolve(
         },
     };
     Ok((hosts, work, groups, iterations, start))
+}
+
+/// `moe`'s keys checked: its router (servers still unknown) and the rest of its model (its
+/// servers and seed still to be filled in).
+fn moe_router(
+    w: &WorkloadConfig,
+    payload: u32,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<(moe::Router, moe::MoeModel), ConfigError> {
+    use crate::config::defaults as d;
+    let positive = |key: &str, v: Option<u32>, default: u32| match v.unwrap_or(default) {
+        0 => Err(err(key, "must be at least 1".into())),
+        x => Ok(x),
+    };
+    let tokens = positive(
+        "moe_tokens_per_gpu",
+        w.moe_tokens_per_gpu,
+        d::MOE_TOKENS_PER_GPU,
+    )?;
+    let hidden = positive("moe_hidden", w.moe_hidden, d::MOE_HIDDEN)?;
+    let dispatch = positive(
+        "moe_dispatch_bytes_per_element",
+        w.moe_dispatch_bytes_per_element,
+        d::MOE_DISPATCH_BYTES_PER_ELEMENT,
+    )?;
+    let combine = positive(
+        "moe_combine_bytes_per_element",
+        w.moe_combine_bytes_per_element,
+        d::MOE_COMBINE_BYTES_PER_ELEMENT,
+    )?;
+    let experts = positive("moe_experts", w.moe_experts, d::MOE_EXPERTS)?;
+    if experts > limits::MOE_EXPERTS {
+        return Err(err(
+            "moe_experts",
+            format!("{experts} experts; at most {}", limits::MOE_EXPERTS),
+        ));
+    }
+    let top_k = positive("moe_top_k", w.moe_top_k, d::MOE_TOP_K)?;
+    if top_k > experts {
+        return Err(err(
+            "moe_top_k",
+            format!("{top_k} distinct experts per token, but there are only {experts} experts"),
+        ));
+    }
+    let per_gpu = positive(
+        "moe_experts_per_gpu",
+        w.moe_experts_per_gpu,
+        d::MOE_EXPERTS_PER_GPU,
+    )?;
+    if !experts.is_multiple_of(per_gpu) {
+        return Err(err(
+            "moe_experts_per_gpu",
+            format!(
+                "must divide moe_experts: {experts} experts do not split into GPUs of {per_gpu}"
+            ),
+        ));
+    }
+    if experts / per_gpu < 2 {
+        return Err(err(
+            "moe_experts_per_gpu",
+            format!(
+                "{experts} experts at {per_gpu} per GPU are one GPU: an expert-parallel group \
+                 needs at least 2"
+            ),
+        ));
+    }
+    // The most one rank sends one other: every token, in the wider element.
+    let most = (tokens as u64) * (hidden as u64) * (dispatch.max(combine) as u64);
+    limits::check_message(most, payload).map_err(|m| {
+        err(
+            "moe_tokens_per_gpu",
+            format!("a GPU's tokens all sent to one other GPU: {m}"),
+        )
+    })?;
+    let popularity = w.moe_popularity.unwrap_or(MoePopularity::Uniform);
+    if w.moe_zipf_exponent.is_some() && popularity != MoePopularity::Zipf {
+        return Err(err(
+            "moe_zipf_exponent",
+            format!(
+                "applies only to moe_popularity = \"zipf\" (it is \"{}\")",
+                popularity.name()
+            ),
+        ));
+    }
+    if w.moe_expert_weights.is_some() && popularity != MoePopularity::Weights {
+        return Err(err(
+            "moe_expert_weights",
+            format!(
+                "applies only to moe_popularity = \"weights\" (it is \"{}\")",
+                popularity.name()
+            ),
+        ));
+    }
+    let weights: Vec<f64> = match popularity {
+        MoePopularity::Uniform => vec![1.0; experts as usize],
+        MoePopularity::Zipf => {
+            let s = w.moe_zipf_exponent.unwrap_or(d::MOE_ZIPF_EXPONENT);
+            if !(s.is_finite() && (0.0..=1e3).contains(&s)) {
+                return Err(err(
+                    "moe_zipf_exponent",
+                    format!("must be a non-negative number up to 1000, got {s}"),
+                ));
+            }
+            // Expert e weighs 1 / (e+1)^s (a weight that underflows to zero is never drawn,
+            // and too few left is refused below).
+            (0..experts).map(|e| (e as f64 + 1.0).powf(-s)).collect()
+        }
+        MoePopularity::Weights => {
+            let v = w.moe_expert_weights.clone().ok_or_else(|| {
+                err(
+                    "moe_expert_weights",
+                    format!("moe_popularity = \"weights\" needs one weight per expert ({experts})"),
+                )
+            })?;
+            if v.len() != experts as usize {
+                return Err(err(
+                    "moe_expert_weights",
+                    format!("has {} weights; moe_experts is {experts}", v.len()),
+                ));
+            }
+            if let Some(i) = v
+                .iter()
+                .position(|x| !(x.is_finite() && *x >= 0.0 && *x < 1e300))
+            {
+                return Err(err(
+                    "moe_expert_weights",
+                    format!(
+                        "weight {i} is {}: weights must be non-negative numbers",
+                        v[i]
+                    ),
+                ));
+            }
+            v
+        }
+    };
+    let live = weights.iter().filter(|&&x| x > 0.0).count() as u32;
+    if live < top_k {
+        let key = match popularity {
+            MoePopularity::Weights => "moe_expert_weights",
+            _ => "moe_zipf_exponent",
+        };
+        return Err(err(
+            key,
+            format!("only {live} experts have a positive weight; each token needs {top_k}"),
+        ));
+    }
+    let factor = w.moe_capacity_factor.unwrap_or(d::MOE_CAPACITY_FACTOR);
+    if !(factor.is_finite() && (0.0..=1e6).contains(&factor)) {
+        return Err(err(
+            "moe_capacity_factor",
+            format!("must be a non-negative number up to 1e6 (0: no cap), got {factor}"),
+        ));
+    }
+    let n = (experts / per_gpu) as f64;
+    let capacity = (factor > 0.0).then(|| {
+        (factor * tokens as f64 * n * top_k as f64 / experts as f64)
+            .ceil()
+            .max(1.0) as u64
+    });
+    let us = |key: &str, v: Option<f64>, default: f64| match v.unwrap_or(default) {
+        x if x.is_finite() && (0.0..1e12).contains(&x) => Ok(SimTime::from_us_f64(x)),
+        _ => Err(err(
+            key,
+            "must be a non-negative number of microseconds".into(),
+        )),
+    };
+    let compute = us("moe_compute_us", w.moe_compute_us, d::MOE_COMPUTE_US)?;
+    let layer_gap = us("moe_layer_gap_us", w.moe_layer_gap_us, d::MOE_LAYER_GAP_US)?;
+    let layers = positive("moe_layers", w.moe_layers, d::MOE_LAYERS)?;
+    let router = moe::Router {
+        tokens_per_gpu: tokens,
+        experts,
+        top_k,
+        experts_per_gpu: per_gpu,
+        weights,
+        capacity,
+        max_servers: w.moe_max_servers.unwrap_or(d::MOE_MAX_SERVERS),
+    };
+    let model = moe::MoeModel {
+        router: router.clone(),
+        hidden,
+        dispatch_bytes_per_element: dispatch,
+        combine_bytes_per_element: combine,
+        compute,
+        layer_gap,
+        layers,
+        backward: w.moe_backward.unwrap_or(d::MOE_BACKWARD),
+        hierarchical: w.moe_hierarchical.unwrap_or(d::MOE_HIERARCHICAL),
+        servers: Vec::new(),
+        runs: Vec::new(),
+        seed: 0,
+    };
+    Ok((router, model))
+}
+
+/// Whether a token of the group whose ranks sit on `servers` can always find its top_k
+/// experts on at most max_servers servers: whatever servers its first draws land on (only
+/// servers with a positive-weight expert can be drawn), the max_servers emptiest of them hold
+/// at least top_k such experts.
+fn moe_check_servers(r: &moe::Router, servers: &[u32]) -> Result<(), String> {
+    if r.max_servers == 0 {
+        return Ok(());
+    }
+    let mut per: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+    for (e, w) in r.weights.iter().enumerate() {
+        if *w > 0.0 {
+            *per.entry(servers[e / r.experts_per_gpu as usize])
+                .or_default() += 1;
+        }
+    }
+    if per.len() <= r.max_servers as usize {
+        return Ok(());
+    }
+    let mut counts: Vec<u32> = per.into_values().collect();
+    counts.sort_unstable();
+    let least: u32 = counts[..r.max_servers as usize].iter().sum();
+    if least >= r.top_k {
+        return Ok(());
+    }
+    Err(format!(
+        "{} server(s) may hold only {least} of the experts (with a positive weight) while a \
+         token needs top_k = {}: the group's {} servers hold {:?} experts each",
+        r.max_servers,
+        r.top_k,
+        counts.len(),
+        counts
+    ))
 }
 
 /// A uniformly random derangement (no host sends to itself), drawn by rejection.
