@@ -457,3 +457,33 @@ message_bytes = 2097152
     assert_eq!(figures(&out), figures(&clean));
     assert_eq!(figures(&out).len(), 1 + 8);
 }
+
+#[test]
+fn every_shipped_sweep_file_plans() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sweeps");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    for f in files {
+        // Planning builds every point: ai-fabrics' 216 points of 1,024 GPUs (a million flows
+        // each for the all-to-all) take minutes, so its keys are checked without building.
+        if f.ends_with("ai-fabrics.toml") {
+            let t: toml::Table = toml::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            let axes = t["axes"].as_table().unwrap();
+            let n = |a: &str| axes[a].as_table().unwrap().len();
+            assert_eq!((n("fabric"), n("failures"), n("workload")), (9, 2, 2));
+            for (name, v) in axes["fabric"].as_table().unwrap() {
+                if let Some(file) = v.get("file").and_then(|x| x.as_str()) {
+                    assert!(dir.join(file).exists(), "{name}: {file}");
+                }
+            }
+            continue;
+        }
+        lbsim_cli::sweep::Plan::load(&f, false)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
+    }
+}
