@@ -222,3 +222,27 @@ fn the_port_key_is_checked_by_name() {
     )
     .is_ok());
 }
+
+#[test]
+fn many_flows_of_one_host_in_step_fill_both_ports_under_adaptive() {
+    // 32 flows of 16 KiB from GPU 0, as an all-to-all's share: were each flow's first packet to
+    // go on its first port, every flow would queue on port 0 while port 1 idled (CCT/bound
+    // 1.85). Free ports first, as `idle`, gives idle's time.
+    let cm: String = std::iter::once(String::new())
+        .chain((0..32).map(|i| format!("0->{} id {} start 0 size 16384\n", 2 + i % 2, i + 1)))
+        .collect();
+    let run_with = |port: &str| {
+        let p = format!("load_balancing.port={port}");
+        let mut sets = TWO_PLANES.to_vec();
+        sets.push(&p);
+        let sim = run(with_cm("", &cm, &sets).unwrap());
+        check_conservation_of(&sim, port);
+        (
+            sim.summary().cct_ps.unwrap(),
+            sim.summary().cct_over_bound.unwrap(),
+        )
+    };
+    let (idle, ratio) = run_with("idle");
+    assert!(ratio < 1.2, "idle {ratio}");
+    assert_eq!(run_with("adaptive").0, idle);
+}

@@ -1,7 +1,7 @@
-//! `adaptive`: each flow goes round its ports in turn, but leaves out for a while a port whose
-//! packets came back CE-marked (`port_hold_us`) or were lost or trimmed (`port_loss_hold_us`),
-//! as REPS forgets an entropy that came back marked; with every port held, the one released
-//! first. This is what the host can learn end to end about a plane: a congested or degraded
+//! `adaptive`: each packet takes, among its flow's ports not held, the one that can start it
+//! first (as `idle`), ties in turn; a flow holds for a while a port whose packets came back
+//! CE-marked (`port_hold_us`) or were lost or trimmed (`port_loss_hold_us`), as REPS forgets an
+//! entropy that came back marked; with every port held, the one released first. This is what the host can learn end to end about a plane: a congested or degraded
 //! plane beyond the NIC (a failed spine, a slow link) loses the flow's traffic until it clears.
 
 use super::{PortCtx, PortInfo, PortPolicy, MAX_PORTS};
@@ -18,7 +18,8 @@ pub const LOSS_HOLD: Opt<SimTime> = Opt::micros("port_loss_hold_us", 100.0);
 
 pub const INFO: PortInfo = PortInfo {
     name: "adaptive",
-    summary: "per packet, in turn: a port whose ACKs came back marked or lost is left out a while",
+    summary:
+        "per packet, as idle, but a port whose ACKs came back marked or lost is left out a while",
     options: &[&HOLD.spec, &LOSS_HOLD.spec],
 };
 
@@ -52,16 +53,22 @@ impl PortPolicy for Adaptive {
         let n = cx.ports.len().min(MAX_PORTS);
         let held = &self.held[cx.flow.idx() * MAX_PORTS..][..n];
         let start = self.next[cx.flow.idx()] as usize % n;
-        let mut best = start;
+        // Among the ports not held, the one that can start the packet first, ties in turn (as
+        // `idle`: many flows of a host in step would otherwise all pick the same port and
+        // leave the other idle); with every port held, the one released first.
+        let free = |k: usize| cx.free_at[k].max(cx.now);
+        let mut best: Option<usize> = None;
         for k in (start..n).chain(0..start) {
-            if held[k] <= cx.now {
-                best = k;
-                break;
-            }
-            if held[k] < held[best] {
-                best = k;
+            if held[k] <= cx.now && best.is_none_or(|b| free(k) < free(b)) {
+                best = Some(k);
             }
         }
+        let best = best.unwrap_or_else(|| {
+            (start..n)
+                .chain(0..start)
+                .min_by_key(|&k| held[k])
+                .expect("a host has a port")
+        });
         self.next[cx.flow.idx()] = ((best + 1) % n) as u8;
         best
     }
