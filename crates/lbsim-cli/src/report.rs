@@ -386,6 +386,13 @@ fn partition<'a>(
     keys: &[usize],
 ) -> Vec<(String, Vec<&'a RunRecord>)> {
     let mut out: Vec<(String, Vec<&RunRecord>)> = Vec::new();
+    // A key that is the same in all these runs tells the groups nothing: left out of the labels
+    // (a sweep's axes would otherwise run its bars' labels into each other).
+    let keys: Vec<usize> = keys
+        .iter()
+        .copied()
+        .filter(|&k| runs.iter().any(|r| s.value(r, k) != s.value(runs[0], k)))
+        .collect();
     for r in runs {
         let label = keys
             .iter()
