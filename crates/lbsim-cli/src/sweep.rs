@@ -158,31 +158,23 @@ pub fn value_text(v: &toml::Value) -> String {
     }
 }
 
-/// Flattens `[grid]` into (dotted key, values); nested tables (`a.b = [..]` unquoted, or
-/// `failures.0.x`) become dotted keys.
-fn flatten_grid(
-    prefix: &str,
-    t: &toml::Table,
-    out: &mut Vec<(String, Vec<toml::Value>)>,
-) -> Result<()> {
-    for (k, v) in t {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
-        match v {
-            toml::Value::Table(sub) => flatten_grid(&key, sub, out)?,
+/// Flattens `[grid]` into (dotted key, values) as a bundle is flattened (nested tables, as
+/// `a.b = [..]` unquoted or `failures.0.x`, become dotted keys); each must be a list.
+fn flatten_grid(t: &toml::Table) -> Result<Vec<(String, Vec<toml::Value>)>> {
+    let mut leaves = Vec::new();
+    flatten_bundle("", t, &mut leaves);
+    leaves
+        .into_iter()
+        .map(|(key, v)| match v {
             toml::Value::Array(a) if a.is_empty() => {
                 bail!("grid key `{key}`: empty list; give at least one value")
             }
-            toml::Value::Array(a) => out.push((key, a.clone())),
+            toml::Value::Array(a) => Ok((key, a)),
             other => bail!(
                 "grid key `{key}`: expected a list of values, got `{other}` (write {key} = [{other}])"
             ),
-        }
-    }
-    Ok(())
+        })
+        .collect()
 }
 
 /// One value of a named axis: its name, the scenario file whose sections it puts in place of
@@ -297,8 +289,7 @@ impl Plan {
             (None, None) => (toml::Table::new(), Origin::named(&name, dir.clone())),
         };
         ScenarioFile::from_table(base.clone(), &origin, "base")?;
-        let mut grid = Vec::new();
-        flatten_grid("", &sf.grid, &mut grid).map_err(|e| anyhow!("{name}: {e}"))?;
+        let grid = flatten_grid(&sf.grid).map_err(|e| anyhow!("{name}: {e}"))?;
         let axes = read_axes(&sf.axes, dir.as_deref()).map_err(|e| anyhow!("{name}: {e}"))?;
         if let Some((a, _)) = axes.iter().find(|(a, _)| grid.iter().any(|(k, _)| k == a)) {
             bail!("{name}: `{a}` is both an axis and a grid key");

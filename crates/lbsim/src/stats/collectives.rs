@@ -187,21 +187,9 @@ pub struct ChakraReport {
     pub iteration_ps: Option<u64>,
 }
 
-/// One layer's routing in a `moe` job (summary.json's `collectives.moe`).
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct MoeLayerRecord {
-    pub job: u32,
-    pub group: u32,
-    pub iteration: u32,
-    pub layer: u32,
-    /// Token-to-expert assignments drawn (tokens x top_k over the group).
-    pub assignments: u64,
-    /// Of which the capacity factor dropped.
-    pub dropped: u64,
-    /// The most tokens one expert kept, and the mean over the experts.
-    pub max_expert_tokens: u64,
-    pub mean_expert_tokens: f64,
-}
+/// One layer's routing in a `moe` job (summary.json's `collectives.moe`): the generator's own
+/// record, written as it is.
+pub use crate::workload::moe::MoeLayerInfo as MoeLayerRecord;
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct CollectiveReport {
@@ -323,20 +311,7 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
         }
         out.chakra = Some(rep);
     }
-    out.moe = labels
-        .moe
-        .iter()
-        .map(|m| MoeLayerRecord {
-            job: m.job,
-            group: m.group,
-            iteration: m.iteration,
-            layer: m.layer,
-            assignments: m.assignments,
-            dropped: m.dropped,
-            max_expert_tokens: m.max_expert_tokens,
-            mean_expert_tokens: m.mean_expert_tokens,
-        })
-        .collect();
+    out.moe = labels.moe.clone();
     for (j, info) in labels.jobs.iter().enumerate() {
         let j = j as u32;
         let mine: Vec<&CollectiveRecord> = out.collectives.iter().filter(|c| c.job == j).collect();

@@ -417,7 +417,13 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         WorkloadKind::AllToAll => &["all_to_all_algorithm"],
         WorkloadKind::Fsdp => &["model", "layers", "layer_bytes", "compute_us_per_layer"],
         // The group is the expert-parallel group: its size follows from the experts.
-        WorkloadKind::Moe => return [&["groups"], PLACE, MOE_KEYS].concat(),
+        WorkloadKind::Moe => {
+            // Its own keys are the `moe_` ones of [workload].
+            let own = WorkloadConfig::OPTION_KEYS
+                .iter()
+                .filter(|k| k.starts_with("moe_"));
+            return ["groups"].iter().chain(PLACE).chain(own).copied().collect();
+        }
         WorkloadKind::RingAllreduce
         | WorkloadKind::RingReduceScatter
         | WorkloadKind::RingAllgather
@@ -453,27 +459,6 @@ fn check_keys(w: &WorkloadConfig, prefix: &str, origin: &Origin) -> Result<(), C
     }
     Ok(())
 }
-
-/// The keys only `moe` reads.
-const MOE_KEYS: &[&str] = &[
-    "moe_tokens_per_gpu",
-    "moe_hidden",
-    "moe_dispatch_bytes_per_element",
-    "moe_combine_bytes_per_element",
-    "moe_experts",
-    "moe_top_k",
-    "moe_experts_per_gpu",
-    "moe_popularity",
-    "moe_zipf_exponent",
-    "moe_expert_weights",
-    "moe_capacity_factor",
-    "moe_max_servers",
-    "moe_compute_us",
-    "moe_layer_gap_us",
-    "moe_layers",
-    "moe_backward",
-    "moe_hierarchical",
-];
 
 const ALL_KINDS: &[WorkloadKind] = &[
     WorkloadKind::Permutation,

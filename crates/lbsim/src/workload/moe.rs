@@ -231,7 +231,7 @@ pub struct MoeModel {
 }
 
 /// One layer's routing outcome, for summary.json.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct MoeLayerInfo {
     pub job: u32,
     pub group: u32,
