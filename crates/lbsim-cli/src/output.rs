@@ -189,6 +189,9 @@ pub fn list() -> String {
     o.push_str(
         "  halving_doubling_allreduce   recursive halving then doubling (power-of-two group)\n",
     );
+    o.push_str(
+        "  hierarchical_allreduce   reduce-scatter inside each server, all-reduce per rail across servers, all-gather inside\n",
+    );
     o.push_str("  fsdp               FSDP training: per layer all-gather, compute, reduce-scatter (workload.model)\n");
     o.push_str("  incast             workload.fan_in senders each send one message to the group's first host\n");
     o.push_str("  outcast            the group's first host sends one message to each of workload.fan_in hosts\n");

@@ -199,6 +199,16 @@ fn cases() -> Vec<(String, Vec<String>)> {
             ],
         ),
         (
+            "coll-a2a-limited",
+            &[
+                "workload.kind=all_to_all",
+                "workload.all_to_all_algorithm=limited",
+                "workload.all_to_all_concurrency=3",
+                "workload.message_bytes=16384",
+                "load_balancing.scheme=reps",
+            ],
+        ),
+        (
             "coll-fsdp",
             &[
                 "workload.kind=fsdp",
@@ -305,12 +315,13 @@ fn all_cases(dir: &Path) -> Vec<(String, Vec<String>)> {
 }
 
 /// Cases that stay on one thread, and why: a trigger with no delay links completions and
-/// starts in different partitions (a pairwise round waits for its send's receipt at the peer;
+/// starts in different partitions (a pairwise round, or a limited all-to-all's next message, waits for a send's receipt at the peer;
 /// FSDP's next gather waits for the whole previous one; the trace's second trigger starts a
 /// flow at another pod's host on send completion); failure-aware rates follow which flows are
 /// sending, which one world sees.
 const SINGLE: &[&str] = &[
     "coll-pairwise",
+    "coll-a2a-limited",
     "coll-fsdp",
     "trace-cm",
     "fail-degraded-aware",

@@ -139,6 +139,10 @@ pub mod defaults {
     pub const MOE_BACKWARD: bool = true;
     /// `workload.moe_hierarchical`: every GPU sends to every GPU direct.
     pub const MOE_HIERARCHICAL: bool = false;
+    /// `workload.all_to_all_concurrency` under `all_to_all_algorithm = "limited"`: ours, not a
+    /// library's (NCCL's effective count follows its peer-to-peer channels,
+    /// NCCL_MAX_P2P_NCHANNELS over NCCL_NCHANNELS_PER_NET_PEER, and varies by version).
+    pub const ALL_TO_ALL_CONCURRENCY: u32 = 8;
 }
 
 /// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can

@@ -19,6 +19,7 @@
 //! 1.2 GiB. It errs high
 //! (packets are counted as if every buffer could fill), which is the safe side for a refusal.
 
+use crate::net::config::{TopologyConfig, TopologyKind};
 use crate::workload::{TrafficSpec, WorkloadConfig, WorkloadKind};
 
 /// Fixed cost of a run: the binary, the calendar's flat bucket array, allocator slack.
@@ -78,7 +79,7 @@ pub fn estimate(file: &TrafficSpec) -> Option<MemoryEstimate> {
     let mut data = 0u128;
     let payload = file.packet.payload_bytes.max(1) as u128;
     for w in jobs {
-        let (f, bytes) = job_flows(w, hosts)?;
+        let (f, bytes) = job_flows(w, hosts, t)?;
         flows = flows.saturating_add(f);
         data = data.saturating_add(f.saturating_mul(bytes.div_ceil(payload)));
     }
@@ -86,7 +87,7 @@ pub fn estimate(file: &TrafficSpec) -> Option<MemoryEstimate> {
 }
 
 /// Flows of one job and the bytes of its largest flow (upper bounds).
-fn job_flows(w: &WorkloadConfig, hosts: u128) -> Option<(u128, u128)> {
+fn job_flows(w: &WorkloadConfig, hosts: u128, t: &TopologyConfig) -> Option<(u128, u128)> {
     let gpus = w.gpus_per_host.unwrap_or(1).max(1) as u128;
     let groups = w.groups.unwrap_or(1).max(1) as u128;
     let first = w.first_host.unwrap_or(0) as u128;
@@ -108,6 +109,20 @@ fn job_flows(w: &WorkloadConfig, hosts: u128) -> Option<(u128, u128)> {
         WorkloadKind::RingAllreduce => (2 * n * n.saturating_sub(1), s.div_ceil(n.max(1))),
         WorkloadKind::RingReduceScatter | WorkloadKind::RingAllgather => {
             (n * n.saturating_sub(1), s.div_ceil(n.max(1)))
+        }
+        WorkloadKind::HierarchicalAllreduce => {
+            // g ranks per server, n / g servers: 2n(g-1) transfers inside and 2n(n/g-1)
+            // across, the largest a shard S/g (g unknown for imported fabrics: 1, the most).
+            let g = match t.kind {
+                TopologyKind::Ai => {
+                    let sv = t.server.clone().unwrap_or_default();
+                    (sv.gpus as u128) * (sv.domain_servers.max(1) as u128)
+                }
+                _ => gpus,
+            }
+            .clamp(1, n.max(1));
+            let m = n.div_ceil(g);
+            (2 * n * (g - 1 + m.saturating_sub(1)), s.div_ceil(g))
         }
         WorkloadKind::HalvingDoublingAllreduce => {
             let steps = 2 * (128 - n.max(1).leading_zeros() as u128);

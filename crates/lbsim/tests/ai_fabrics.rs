@@ -468,3 +468,113 @@ fn pxn_moves_cross_rail_data_over_nvlink_then_one_rail() {
         .to_string();
     assert!(e.contains("workload.pxn"), "{e}");
 }
+
+#[test]
+fn a_hierarchical_allreduce_takes_its_three_phases_exact_times() {
+    // 2 servers of 2 GPUs, S = 64 KiB: a reduce-scatter of 32 KiB halves over NVLink (8
+    // packets each way at once), a ring all-reduce of each half across the two servers on its
+    // rail (two steps of 16 KiB, 4 packets), then the all-gather over NVLink: nothing shares
+    // a link, so each step is its message's time alone.
+    let sc = two_by_two(&[
+        "workload.kind=hierarchical_allreduce",
+        "workload.message_bytes=65536",
+    ]);
+    let legs: Vec<(u32, u32, u64)> = sc
+        .flows
+        .iter()
+        .map(|f| (f.src.0, f.dst.0, f.size_bytes))
+        .collect();
+    let k = 32768;
+    assert_eq!(
+        legs,
+        [
+            (0, 1, k),
+            (1, 0, k),
+            (2, 3, k),
+            (3, 2, k),
+            // Rail 0 (GPUs 0 and 2), both steps, then rail 1.
+            (0, 2, k / 2),
+            (2, 0, k / 2),
+            (0, 2, k / 2),
+            (2, 0, k / 2),
+            (1, 3, k / 2),
+            (3, 1, k / 2),
+            (1, 3, k / 2),
+            (3, 1, k / 2),
+            (0, 1, k),
+            (1, 0, k),
+            (2, 3, k),
+            (3, 2, k),
+        ]
+    );
+    let (nic, nv) = (332_640u64, 20_790u64);
+    let nvlink = 2 * (nv + 25_000) + 7 * nv;
+    let rail = 2 * (nic + 1_000_000) + 3 * nic;
+    let want = 2 * nvlink + 2 * rail;
+    assert_eq!(sc.labels.collectives[0].bound, SimTime(want));
+    let sim = run(sc);
+    check_conservation_of(&sim, "hierarchical");
+    // The rail ring's second step starts the instant its first step's last packet lands, when
+    // that packet's 64-byte ACK takes the NIC first: once, 5.12 ns at 100 Gb/s. (Across NVLink
+    // the ACK and the next data leave by different ports.)
+    let ack = 64 * 8 * 10;
+    assert_eq!(sim.summary().cct_ps, Some(want + ack));
+}
+
+#[test]
+fn a_hierarchical_allreduce_keeps_to_rails_and_beats_the_flat_ring() {
+    // 4 servers of 8 GPUs on one unit of rail leaves: 2n(g-1) NVLink transfers and 2n(m-1)
+    // rail transfers, none through a spine; against the flat ring it sends a 1/8 of the bytes
+    // per GPU over the network.
+    let sc = |kind: &str, placement: &str| {
+        scenario(&[
+            "topology.kind=ai",
+            "topology.servers=4",
+            "topology.leaf_servers=4",
+            "telemetry.enabled=true",
+            &format!("workload.kind={kind}"),
+            "workload.message_bytes=4194304",
+            &format!("workload.placement={placement}"),
+        ])
+    };
+    for placement in ["per_server", "rail_aligned"] {
+        let h = sc("hierarchical_allreduce", placement);
+        assert_eq!(h.flows.len(), 2 * 32 * 7 + 2 * 32 * 3);
+        for f in &h.flows {
+            let same_server = f.src.0 / 8 == f.dst.0 / 8;
+            let same_rail = f.src.0 % 8 == f.dst.0 % 8;
+            assert!(same_server || same_rail, "{placement}: {f:?}");
+        }
+        let (sim, ports) = bytes_by_port(h);
+        check_conservation_of(&sim, placement);
+        let spine: u64 = ports
+            .iter()
+            .filter(|(from, to, _)| from.starts_with("spine") || to.starts_with("spine"))
+            .map(|p| p.2)
+            .sum();
+        assert_eq!(spine, 0, "{placement}");
+        let x = sim.summary().cct_ps.unwrap() as f64 / sim.summary().lower_bound_ps as f64;
+        assert!((1.0..1.1).contains(&x), "{placement}: CCT/bound {x}");
+        let flat = run(sc("ring_allreduce", placement));
+        assert!(
+            sim.summary().cct_ps.unwrap() < flat.summary().cct_ps.unwrap(),
+            "{placement}"
+        );
+    }
+    // A group that does not fill whole servers is refused by name.
+    let file = ScenarioFile::builtin(&[
+        "topology.kind=ai".into(),
+        "topology.servers=4".into(),
+        "topology.leaf_servers=4".into(),
+        "workload.kind=hierarchical_allreduce".into(),
+        "workload.group_size=12".into(),
+    ])
+    .unwrap();
+    let e = Scenario::build(file, &Origin::builtin())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("workload.group_size") && e.contains("whole servers"),
+        "{e}"
+    );
+}

@@ -585,3 +585,105 @@ fn bad_collective_input_is_rejected_with_clear_errors() {
     ]);
     assert!(e.contains("no flow crosses the network"), "{e}");
 }
+
+#[test]
+fn limited_all_to_all_keeps_c_messages_in_flight_and_serial_keeps_one() {
+    // 8 ranks on 8 hosts, each's messages in the shifted order r+1, r+2, ...; message i of a
+    // rank starts the instant its message i-C is received, and not before.
+    let base = [
+        "topology.k=4",
+        "workload.kind=all_to_all",
+        "workload.group_size=8",
+        "workload.message_bytes=65536",
+    ];
+    for (algo, c) in [("limited", 2usize), ("serial", 1)] {
+        let sc = with(
+            &base,
+            &[
+                &format!("workload.all_to_all_algorithm={algo}"),
+                "workload.all_to_all_concurrency=2",
+            ][..if algo == "serial" { 1 } else { 2 }],
+        );
+        assert_eq!(sc.flows.len(), 8 * 7);
+        for (i, f) in sc.flows.iter().enumerate() {
+            let (r, k) = (i as u32 / 7, i as u32 % 7);
+            assert_eq!((f.src.0, f.dst.0), (r, (r + k + 1) % 8), "{algo} flow {i}");
+        }
+        let name = format!("all_to_all_{algo}");
+        assert_eq!(sc.labels.collectives[0].algo.name(), name);
+        let sim = run(sc);
+        check_conservation(&sim);
+        let f = sim.flows();
+        for r in 0..8 {
+            for k in 0..7 {
+                let me = &f[r * 7 + k];
+                if k < c {
+                    assert_eq!(
+                        me.started,
+                        Some(SimTime::ZERO),
+                        "{algo} rank {r} message {k}"
+                    );
+                } else {
+                    let prev = &f[r * 7 + k - c];
+                    assert_eq!(me.started, prev.finish, "{algo} rank {r} message {k}");
+                }
+            }
+        }
+    }
+    // Serial's bound is the pairwise closed form: n-1 messages one after another.
+    let sc = with(&base, &["workload.all_to_all_algorithm=serial"]);
+    let tail = |dst: u32| {
+        let p = sc
+            .topology
+            .path(lbsim::ids::HostId(0), lbsim::ids::HostId(dst));
+        p.rates[1..]
+            .iter()
+            .fold(p.latency, |t, r| t + r.serialization(4158))
+    };
+    // Every chain is 7 messages, on paths between the nearest (under one edge switch) and the
+    // farthest (across pods).
+    let t = |lat| coll::all_to_all_pairwise(8, 65536, sc.topology.host_rate, lat, sizes(&sc));
+    let (near, far) = (t(tail(1)), t(tail(4)));
+    let b = sc.labels.collectives[0].bound;
+    assert!(b >= near && b <= far, "bound {b:?} {near:?} {far:?}");
+    let res = lbsim::run(sc);
+    let x = res.collectives.collectives[0].cct_over_bound.unwrap();
+    assert!((1.0..1.1).contains(&x), "serial CCT/bound {x}");
+
+    // With C at least n-1 nothing waits: the shifted all-to-all, flow for flow and to the
+    // picosecond.
+    let wide = with(
+        &base,
+        &[
+            "workload.all_to_all_algorithm=limited",
+            "workload.all_to_all_concurrency=7",
+        ],
+    );
+    let shifted = with(&base, &["workload.all_to_all_algorithm=shifted"]);
+    assert_eq!(wide.flows, shifted.flows);
+    assert!(wide.deps.is_empty());
+    let (a, b) = (lbsim::run(wide), lbsim::run(shifted));
+    assert_eq!(
+        a.collectives.collectives[0].finish_ps,
+        b.collectives.collectives[0].finish_ps
+    );
+}
+
+#[test]
+fn all_to_all_concurrency_is_checked() {
+    let e = build_err(&[
+        "workload.kind=all_to_all",
+        "workload.all_to_all_algorithm=limited",
+        "workload.all_to_all_concurrency=0",
+    ]);
+    assert!(e.contains("workload.all_to_all_concurrency"), "{e}");
+    let e = build_err(&[
+        "workload.kind=all_to_all",
+        "workload.all_to_all_algorithm=shifted",
+        "workload.all_to_all_concurrency=4",
+    ]);
+    assert!(
+        e.contains("workload.all_to_all_concurrency") && e.contains("limited"),
+        "{e}"
+    );
+}

@@ -333,8 +333,13 @@ impl ScenarioFile {
         }
         for w in std::iter::once(&mut f.workload).chain(f.jobs.iter_mut()) {
             if w.kind == WorkloadKind::AllToAll {
-                w.all_to_all_algorithm
+                let a = *w
+                    .all_to_all_algorithm
                     .get_or_insert(AllToAllAlgorithm::DEFAULT);
+                if a == AllToAllAlgorithm::Limited {
+                    w.all_to_all_concurrency
+                        .get_or_insert(crate::config::defaults::ALL_TO_ALL_CONCURRENCY);
+                }
             }
             if w.kind == WorkloadKind::Moe {
                 w.fill_moe_defaults();

@@ -48,10 +48,17 @@ pub enum Algo {
     RingReduceScatter,
     RingAllgather,
     HalvingDoublingAllreduce,
+    /// Reduce-scatter inside each server (over NVLink), an all-reduce of each shard across the
+    /// servers among the GPUs of one position (rail), then an all-gather inside each server.
+    HierarchicalAllreduce,
     AllToAllDirect,
     /// Direct, each rank r sending to r+1, r+2, ... in turn (not every rank to 0, 1, ...).
     AllToAllShifted,
     AllToAllPairwise,
+    /// Shifted, at most C messages of a rank in flight: message i waits for message i-C.
+    AllToAllLimited(u32),
+    /// Shifted, one message of a rank at a time.
+    AllToAllSerial,
     /// One message from every host h to `hosts[h]` (a drawn derangement).
     Permutation,
     /// Every other rank sends to rank 0.
@@ -75,9 +82,12 @@ impl Algo {
             Algo::RingReduceScatter => "ring_reduce_scatter",
             Algo::RingAllgather => "ring_allgather",
             Algo::HalvingDoublingAllreduce => "halving_doubling_allreduce",
+            Algo::HierarchicalAllreduce => "hierarchical_allreduce",
             Algo::AllToAllDirect => "all_to_all",
             Algo::AllToAllShifted => "all_to_all_shifted",
             Algo::AllToAllPairwise => "all_to_all_pairwise",
+            Algo::AllToAllLimited(_) => "all_to_all_limited",
+            Algo::AllToAllSerial => "all_to_all_serial",
             Algo::Permutation => "permutation",
             Algo::Incast => "incast",
             Algo::Outcast => "outcast",
@@ -202,6 +212,9 @@ pub struct Builder {
     coll_start: Option<Cond>,
     /// PXN: each host's NVLink domain as (first host, hosts); None: transfers go direct.
     domains: Option<Vec<(u32, u32)>>,
+    /// Each host's server and its position there (hierarchical collectives); None: every
+    /// host is a server of its own.
+    servers: Option<Vec<(u32, u32)>>,
 }
 
 impl Builder {
@@ -225,6 +238,21 @@ impl Builder {
                 .flat_map(|r| r.clone().map(move |_| (r.start, r.len() as u32)))
                 .collect()
         });
+    }
+
+    /// Hierarchical collectives see the servers `runs` (`Topology::domain_runs`): a host's
+    /// server and its position there; None, every host a server of its own.
+    pub fn servers(&mut self, runs: Option<&[Range<u32>]>) {
+        self.servers = runs.map(|runs| {
+            runs.iter()
+                .flat_map(|r| r.clone().map(move |h| (r.start, h - r.start)))
+                .collect()
+        });
+    }
+
+    /// Host `h`'s server and position (see [`Builder::servers`]).
+    pub fn server_of(&self, h: u32) -> (u32, u32) {
+        self.servers.as_ref().map_or((h, 0), |s| s[h as usize])
     }
 
     /// A transfer of `bytes` from `src` to `dst` once `cond` holds; returns its completion.
@@ -343,6 +371,58 @@ pub trait Transfers {
     fn send(&mut self, src: usize, dst: usize, bytes: u64, cond: &Self::C) -> Self::C;
     /// Both `a` and `b`.
     fn join(&mut self, a: &Self::C, b: &Self::C) -> Self::C;
+    /// Rank `r`'s server and its position there, for hierarchical schedules (by default
+    /// every rank is a server of its own).
+    fn server(&self, r: usize) -> (u32, u32) {
+        (r as u32, 0)
+    }
+}
+
+/// Ring steps over `ranks` (indices into `recv`), rank i sending `chunk` to rank i+1 once it
+/// holds what it forwards (`recv`); returns, per rank, when it holds its last chunk.
+fn ring<T: Transfers>(
+    t: &mut T,
+    ranks: &[usize],
+    steps: usize,
+    chunk: u64,
+    mut recv: Vec<T::C>,
+) -> Vec<T::C> {
+    let n = ranks.len();
+    for _ in 0..steps {
+        let mut next = recv.clone();
+        for i in 0..n {
+            let d = (i + 1) % n;
+            next[d] = t.send(ranks[i], ranks[d], chunk, &recv[i]);
+        }
+        recv = next;
+    }
+    recv
+}
+
+/// The ranks grouped by server (servers in order of their first rank), each server's ranks by
+/// position; None unless every server has as many.
+pub fn by_server(locate: impl Fn(usize) -> (u32, u32), n: usize) -> Option<Vec<Vec<usize>>> {
+    let mut servers: Vec<(u32, Vec<(u32, usize)>)> = Vec::new();
+    for r in 0..n {
+        let (s, pos) = locate(r);
+        match servers.iter_mut().find(|x| x.0 == s) {
+            Some(x) => x.1.push((pos, r)),
+            None => servers.push((s, vec![(pos, r)])),
+        }
+    }
+    let g = servers[0].1.len();
+    if servers.iter().any(|x| x.1.len() != g) {
+        return None;
+    }
+    Some(
+        servers
+            .into_iter()
+            .map(|(_, mut v)| {
+                v.sort_unstable();
+                v.into_iter().map(|(_, r)| r).collect()
+            })
+            .collect(),
+    )
 }
 
 /// The transfers of one collective over `n` ranks, rank r starting when `starts[r]` holds.
@@ -359,15 +439,40 @@ pub fn schedule<T: Transfers>(t: &mut T, algo: Algo, bytes: u64, starts: &[T::C]
                 n - 1
             };
             // recv[r]: rank r holds the chunk it must forward next.
-            let mut recv = starts.to_vec();
-            for _ in 0..steps {
-                let mut next = recv.clone();
-                for r in 0..n {
-                    let d = (r + 1) % n;
-                    next[d] = t.send(r, d, chunk, &recv[r]);
+            let ranks: Vec<usize> = (0..n).collect();
+            ring(t, &ranks, steps, chunk, starts.to_vec());
+        }
+        Algo::HierarchicalAllreduce => {
+            let servers = by_server(|r| t.server(r), n).expect("servers checked at generation");
+            let (m, g) = (servers.len(), servers[0].len());
+            let shard = bytes.div_ceil(g as u64).max(1);
+            let mut at = starts.to_vec();
+            // Inside each server, then across servers per position, then inside again.
+            let inside = |t: &mut T, at: &mut Vec<T::C>| {
+                for s in &servers {
+                    let got = ring(
+                        t,
+                        s,
+                        g - 1,
+                        shard,
+                        s.iter().map(|&r| at[r].clone()).collect(),
+                    );
+                    for (&r, c) in s.iter().zip(got) {
+                        at[r] = c;
+                    }
                 }
-                recv = next;
+            };
+            inside(t, &mut at);
+            for j in 0..g {
+                let rail: Vec<usize> = servers.iter().map(|s| s[j]).collect();
+                let chunk = shard.div_ceil(m as u64).max(1);
+                let c = rail.iter().map(|&r| at[r].clone()).collect();
+                let got = ring(t, &rail, 2 * (m - 1), chunk, c);
+                for (&r, c) in rail.iter().zip(got) {
+                    at[r] = c;
+                }
             }
+            inside(t, &mut at);
         }
         Algo::HalvingDoublingAllreduce => {
             let log = n.trailing_zeros();
@@ -401,6 +506,22 @@ pub fn schedule<T: Transfers>(t: &mut T, algo: Algo, bytes: u64, starts: &[T::C]
                 for i in 1..n {
                     let d = (r + i) % n;
                     t.send(r, d, bytes, &starts[r]);
+                }
+            }
+        }
+        Algo::AllToAllLimited(_) | Algo::AllToAllSerial => {
+            let c = match algo {
+                Algo::AllToAllLimited(c) => c.max(1) as usize,
+                _ => 1,
+            };
+            for r in 0..n {
+                // done[i]: message i's completion; message i waits for message i-c.
+                let mut done: Vec<T::C> = Vec::with_capacity(n - 1);
+                for i in 1..n {
+                    let d = (r + i) % n;
+                    let cond = if i > c { &done[i - 1 - c] } else { &starts[r] };
+                    let x = t.send(r, d, bytes, &cond.clone());
+                    done.push(x);
                 }
             }
         }
@@ -450,6 +571,9 @@ impl Transfers for OnHosts<'_> {
     }
     fn join(&mut self, a: &Cond, b: &Cond) -> Cond {
         Cond::join([a, b])
+    }
+    fn server(&self, r: usize) -> (u32, u32) {
+        self.b.server_of(self.hosts[r])
     }
 }
 

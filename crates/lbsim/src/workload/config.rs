@@ -17,6 +17,9 @@ pub enum WorkloadKind {
     RingReduceScatter,
     RingAllgather,
     HalvingDoublingAllreduce,
+    /// Reduce-scatter inside each server, all-reduce across servers per position (rail), then
+    /// all-gather inside each server (NCCL's tree-less hierarchical scheme).
+    HierarchicalAllreduce,
     /// FSDP training: per layer an all-gather, compute, then a reduce-scatter.
     Fsdp,
     /// `fan_in` senders to one receiver (the group's first rank), one message each.
@@ -41,6 +44,7 @@ impl WorkloadKind {
             WorkloadKind::RingReduceScatter => "ring_reduce_scatter",
             WorkloadKind::RingAllgather => "ring_allgather",
             WorkloadKind::HalvingDoublingAllreduce => "halving_doubling_allreduce",
+            WorkloadKind::HierarchicalAllreduce => "hierarchical_allreduce",
             WorkloadKind::Fsdp => "fsdp",
             WorkloadKind::Incast => "incast",
             WorkloadKind::Outcast => "outcast",
@@ -61,6 +65,12 @@ pub enum AllToAllAlgorithm {
     Shifted,
     /// n-1 rounds; in round i rank r sends to r+i once its previous round is complete.
     Pairwise,
+    /// Shifted order with at most `all_to_all_concurrency` (C) messages of a rank in flight:
+    /// message i starts once message i-C is received (C chains of sends, as a library's
+    /// channels each working through their peers).
+    Limited,
+    /// One message at a time: rank r sends to r+1, then once that is received to r+2, ...
+    Serial,
 }
 
 impl AllToAllAlgorithm {
@@ -69,6 +79,18 @@ impl AllToAllAlgorithm {
     /// libraries (NCCL's all-to-all loops over peers (rank + r) mod n). `direct` makes every
     /// host send to host 0, then 1, ...: a rotating incast at each destination's downlink.
     pub const DEFAULT: AllToAllAlgorithm = AllToAllAlgorithm::Shifted;
+
+    /// The schedule it runs; `concurrency` is C for `limited`.
+    pub fn algo(self, concurrency: u32) -> workload::collective::Algo {
+        use workload::collective::Algo;
+        match self {
+            AllToAllAlgorithm::Direct => Algo::AllToAllDirect,
+            AllToAllAlgorithm::Shifted => Algo::AllToAllShifted,
+            AllToAllAlgorithm::Pairwise => Algo::AllToAllPairwise,
+            AllToAllAlgorithm::Limited => Algo::AllToAllLimited(concurrency),
+            AllToAllAlgorithm::Serial => Algo::AllToAllSerial,
+        }
+    }
 }
 
 /// `workload.chakra_algorithms.all_reduce`
@@ -88,9 +110,13 @@ pub struct ChakraAlgorithms {
     /// ALL_REDUCE: `ring` or `halving_doubling` (ring).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_reduce: Option<AllReduceAlgorithm>,
-    /// ALL_TO_ALL: `direct`, `shifted` or `pairwise` (direct).
+    /// ALL_TO_ALL: `direct`, `shifted`, `pairwise`, `limited` or `serial` (direct).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_to_all: Option<AllToAllAlgorithm>,
+    /// ALL_TO_ALL under `limited`: messages in flight per rank
+    /// (`defaults::ALL_TO_ALL_CONCURRENCY`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_to_all_concurrency: Option<u32>,
 }
 
 /// `workload.moe_popularity`: how often each routed expert is chosen.
@@ -148,9 +174,14 @@ pub struct WorkloadConfig {
     /// by that GPU's NIC (NCCL's PXN) (false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pxn: Option<bool>,
-    /// all_to_all: `direct`, `shifted` or `pairwise` (`AllToAllAlgorithm::DEFAULT`: shifted).
+    /// all_to_all: `direct`, `shifted`, `pairwise`, `limited` or `serial`
+    /// (`AllToAllAlgorithm::DEFAULT`: shifted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all_to_all_algorithm: Option<AllToAllAlgorithm>,
+    /// all_to_all under `limited`: messages a rank keeps in flight
+    /// (`defaults::ALL_TO_ALL_CONCURRENCY`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all_to_all_concurrency: Option<u32>,
     /// fsdp: preset `llama3_7b`, `llama3_70b` or `llama3_405b`; the keys below override it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -255,6 +286,7 @@ impl Default for WorkloadConfig {
             first_host: None,
             pxn: None,
             all_to_all_algorithm: None,
+            all_to_all_concurrency: None,
             model: None,
             layers: None,
             layer_bytes: None,
@@ -297,6 +329,7 @@ impl WorkloadConfig {
         "first_host",
         "pxn",
         "all_to_all_algorithm",
+        "all_to_all_concurrency",
         "model",
         "layers",
         "layer_bytes",
@@ -364,6 +397,7 @@ impl WorkloadConfig {
             self.first_host.is_some(),
             self.pxn.is_some(),
             self.all_to_all_algorithm.is_some(),
+            self.all_to_all_concurrency.is_some(),
             self.model.is_some(),
             self.layers.is_some(),
             self.layer_bytes.is_some(),

@@ -248,6 +248,7 @@ pub fn generate(
             _ => None,
         };
         b.relay_by_rail(servers.as_deref());
+        b.servers(topo.domain_runs().ok().as_deref());
         collective::job(
             &mut b,
             &mut labels,
@@ -314,6 +315,20 @@ fn chakra_replay(
     })?;
     if w.chakra_ranks.is_some_and(|n| n < 2) {
         return Err(err("chakra_ranks", "must be at least 2".into()));
+    }
+    if let Some(a) = &w.chakra_algorithms {
+        if a.all_to_all_concurrency == Some(0) {
+            return Err(err(
+                "chakra_algorithms.all_to_all_concurrency",
+                "must be at least 1 (1 is `serial`)".into(),
+            ));
+        }
+        if a.all_to_all_concurrency.is_some() && a.all_to_all != Some(AllToAllAlgorithm::Limited) {
+            return Err(err(
+                "chakra_algorithms.all_to_all_concurrency",
+                "applies only with chakra_algorithms.all_to_all = \"limited\"".into(),
+            ));
+        }
     }
     let opt = chakra::Options {
         ranks: w.chakra_ranks,
@@ -414,7 +429,7 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         }
         // One group whose size is the fan-in.
         WorkloadKind::Incast | WorkloadKind::Outcast => return [&["fan_in"], PLACE].concat(),
-        WorkloadKind::AllToAll => &["all_to_all_algorithm"],
+        WorkloadKind::AllToAll => &["all_to_all_algorithm", "all_to_all_concurrency"],
         WorkloadKind::Fsdp => &["model", "layers", "layer_bytes", "compute_us_per_layer"],
         // The group is the expert-parallel group: its size follows from the experts.
         WorkloadKind::Moe => {
@@ -427,7 +442,8 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         WorkloadKind::RingAllreduce
         | WorkloadKind::RingReduceScatter
         | WorkloadKind::RingAllgather
-        | WorkloadKind::HalvingDoublingAllreduce => &[],
+        | WorkloadKind::HalvingDoublingAllreduce
+        | WorkloadKind::HierarchicalAllreduce => &[],
     };
     [GROUPS, PLACE, extra].concat()
 }
@@ -468,6 +484,7 @@ const ALL_KINDS: &[WorkloadKind] = &[
     WorkloadKind::RingReduceScatter,
     WorkloadKind::RingAllgather,
     WorkloadKind::HalvingDoublingAllreduce,
+    WorkloadKind::HierarchicalAllreduce,
     WorkloadKind::Fsdp,
     WorkloadKind::Incast,
     WorkloadKind::Outcast,
@@ -499,6 +516,14 @@ fn resolve(
             "must be a non-negative number of microseconds".into(),
         )
     })?;
+    if w.all_to_all_concurrency.is_some()
+        && w.all_to_all_algorithm != Some(AllToAllAlgorithm::Limited)
+    {
+        return Err(err(
+            "all_to_all_concurrency",
+            "applies only with all_to_all_algorithm = \"limited\"".into(),
+        ));
+    }
     let iterations = w.iterations.unwrap_or(1);
     if iterations == 0 {
         return Err(err("iterations", "must be at least 1".into()));
@@ -642,6 +667,22 @@ fn resolve(
     let ranks = (n * groups as u64) as u32;
     let hosts = collective::place(topo, placement, ranks, gpus, first, seed, job)
         .map_err(|m| err("group_size", m))?;
+    if w.kind == WorkloadKind::HierarchicalAllreduce {
+        let mut b = collective::Builder::default();
+        b.servers(topo.domain_runs().ok().as_deref());
+        for (g, h) in hosts.chunks(n as usize).enumerate() {
+            if collective::by_server(|r| b.server_of(h[r]), h.len()).is_none() {
+                return Err(err(
+                    "group_size",
+                    format!(
+                        "hierarchical_allreduce needs as many ranks on every server (NVLink \
+                         domain, or host on a fabric without servers), but group {g}'s {n} ranks \
+                         are spread unevenly: choose a group size that fills whole servers"
+                    ),
+                ));
+            }
+        }
+    }
     let work = match w.kind {
         WorkloadKind::Moe => {
             let (router, m) = moe.expect("moe checked above");
@@ -786,18 +827,32 @@ fn resolve(
                 WorkloadKind::RingReduceScatter => Algo::RingReduceScatter,
                 WorkloadKind::RingAllgather => Algo::RingAllgather,
                 WorkloadKind::HalvingDoublingAllreduce => Algo::HalvingDoublingAllreduce,
+                WorkloadKind::HierarchicalAllreduce => Algo::HierarchicalAllreduce,
                 WorkloadKind::Incast => Algo::Incast,
                 WorkloadKind::Outcast => Algo::Outcast,
-                _ => match w.all_to_all_algorithm.unwrap_or(AllToAllAlgorithm::DEFAULT) {
-                    AllToAllAlgorithm::Pairwise => Algo::AllToAllPairwise,
-                    AllToAllAlgorithm::Shifted => Algo::AllToAllShifted,
-                    AllToAllAlgorithm::Direct => Algo::AllToAllDirect,
-                },
+                _ => w
+                    .all_to_all_algorithm
+                    .unwrap_or(AllToAllAlgorithm::DEFAULT)
+                    .algo(a2a_concurrency(w.all_to_all_concurrency, &err)?),
             },
             bytes: w.message_bytes,
         },
     };
     Ok((hosts, work, groups, iterations, start))
+}
+
+/// `all_to_all_concurrency` checked: positive (C); its default when unset.
+fn a2a_concurrency(
+    c: Option<u32>,
+    err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<u32, ConfigError> {
+    match c {
+        Some(0) => Err(err(
+            "all_to_all_concurrency",
+            "must be at least 1 (1 is `serial`)".into(),
+        )),
+        c => Ok(c.unwrap_or(crate::config::defaults::ALL_TO_ALL_CONCURRENCY)),
+    }
 }
 
 /// `moe`'s keys checked: its router (servers still unknown) and the rest of its model (its

@@ -305,11 +305,12 @@ fn build_rank(
                     })),
                     proto::ALL_GATHER => Some(Coll::Algo(Algo::RingAllgather)),
                     proto::REDUCE_SCATTER => Some(Coll::Algo(Algo::RingReduceScatter)),
-                    proto::ALL_TO_ALL => Some(Coll::Algo(match a.all_to_all {
-                        Some(AllToAllAlgorithm::Pairwise) => Algo::AllToAllPairwise,
-                        Some(AllToAllAlgorithm::Shifted) => Algo::AllToAllShifted,
-                        _ => Algo::AllToAllDirect,
-                    })),
+                    proto::ALL_TO_ALL => Some(Coll::Algo(
+                        a.all_to_all.unwrap_or(AllToAllAlgorithm::Direct).algo(
+                            a.all_to_all_concurrency
+                                .unwrap_or(crate::config::defaults::ALL_TO_ALL_CONCURRENCY),
+                        ),
+                    )),
                     proto::BARRIER => Some(Coll::Barrier),
                     _ => None,
                 };
