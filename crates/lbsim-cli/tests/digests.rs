@@ -224,6 +224,36 @@ fn cases() -> Vec<(String, Vec<String>)> {
         sets.extend(owned(extra));
         v.push((name.to_string(), sets));
     }
+    // GPU servers: NVLink and NIC traffic at once on each GPU.
+    for (name, extra) in [
+        (
+            "ai-hierarchical",
+            &[
+                "topology.kind=ai",
+                "topology.servers=4",
+                "topology.leaf_servers=2",
+                "topology.server.gpus=4",
+                "workload.kind=hierarchical_allreduce",
+                "workload.message_bytes=1048576",
+                "load_balancing.scheme=host_spray",
+            ][..],
+        ),
+        (
+            "ai-ring-channels",
+            &[
+                "topology.kind=ai",
+                "topology.servers=4",
+                "topology.leaf_servers=2",
+                "topology.server.gpus=4",
+                "workload.kind=ring_allreduce",
+                "workload.channels=4",
+                "workload.message_bytes=1048576",
+                "load_balancing.scheme=ecmp",
+            ],
+        ),
+    ] {
+        v.push((name.to_string(), owned(extra)));
+    }
     v
 }
 
@@ -315,16 +345,19 @@ fn all_cases(dir: &Path) -> Vec<(String, Vec<String>)> {
 }
 
 /// Cases that stay on one thread, and why: a trigger with no delay links completions and
-/// starts in different partitions (a pairwise round, or a limited all-to-all's next message, waits for a send's receipt at the peer;
-/// FSDP's next gather waits for the whole previous one; the trace's second trigger starts a
-/// flow at another pod's host on send completion); failure-aware rates follow which flows are
-/// sending, which one world sees.
+/// starts in different partitions (a pairwise round, or a limited all-to-all's next message,
+/// waits for a send's receipt at the peer; FSDP's next gather waits for the whole previous
+/// one; the trace's second trigger starts a flow at another pod's host on send completion);
+/// failure-aware rates follow which flows are sending, which one world sees; the partitioner
+/// cuts a GPU server's 25 ns NVLink, shorter than a window (it should keep servers whole).
 const SINGLE: &[&str] = &[
     "coll-pairwise",
     "coll-a2a-limited",
     "coll-fsdp",
     "trace-cm",
     "fail-degraded-aware",
+    "ai-hierarchical",
+    "ai-ring-channels",
 ];
 
 /// Every pinned case on 3 threads (k = 4: pods 0-1, 2 and 3, cores dealt round-robin) gives

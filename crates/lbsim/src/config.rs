@@ -149,6 +149,8 @@ pub mod defaults {
 /// overflow its integer; past them a scenario is refused with an error naming the key (or the
 /// connection matrix's line).
 pub mod limits {
+    /// `workload.channels`: NCCL's own ceiling on channels (MAXCHANNELS) is 64.
+    pub const CHANNELS: u32 = 64;
     /// Data packets in one message (`packet.payload_bytes` each): sequence numbers and
     /// transmission counters are 32-bit, and retransmissions and repairs need room above the
     /// message. 4 TiB at the default 4096-byte payload.

@@ -52,6 +52,11 @@ struct MultiPort {
     next_send: Vec<SimTime>,
     pace: Vec<BitsPerSec>,
     ahead: Vec<SimTime>,
+    /// Per flow: its destination shares its NVLink domain (it leaves by a scale-up port).
+    scale_up: Vec<bool>,
+    /// Per host: its ring's flows that leave by a scale-up port. A GPU's NVLink and NIC are
+    /// separate links fed by separate copy engines: a backlog on one does not hold the other.
+    scale_up_in_ring: Vec<u32>,
 }
 
 impl MultiPort {
@@ -70,25 +75,58 @@ impl MultiPort {
                 .map(|p| rate(p).serialization(NIC_QUEUE_PACKETS * mtu))
                 .collect(),
             pace,
+            scale_up: sc
+                .flows
+                .iter()
+                .map(|f| topo.same_domain(f.src, f.dst))
+                .collect(),
+            scale_up_in_ring: vec![0; topo.hosts as usize],
         }
     }
 
-    /// When host `h` may pull its next packet: some port idle and its pacer allowing, and no
-    /// port's queue running further ahead than its limit.
-    fn ready(&self, fabric: &mut Fabric, topo: &Topology, h: HostId, now: SimTime) -> SimTime {
+    /// When host `h` may pull its next packet for the network (`.0`) and for its scale-up
+    /// domain (`.1`): some port idle and its pacer allowing, and none of that kind's ports
+    /// running further ahead than its limit.
+    fn ready(
+        &self,
+        fabric: &mut Fabric,
+        topo: &Topology,
+        h: HostId,
+        now: SimTime,
+    ) -> (SimTime, SimTime) {
         let mut idle = SimTime::MAX;
-        let mut drained = SimTime::ZERO;
+        let mut drained = [SimTime::ZERO; 2];
+        let net_end = topo.host_net_ports(h).end;
         for p in topo.host_ports(h) {
             let port = &mut fabric.ports[p];
             port.sync(now);
             idle = idle.min(port.busy_until.max(self.next_send[p]));
             // The pacer's backlog counts as queued: paced on average, bursts of a few.
             let queued_until = port.busy_until.max(self.next_send[p]);
-            drained = drained.max(SimTime(
+            let d = &mut drained[(p >= net_end) as usize];
+            *d = (*d).max(SimTime(
                 queued_until.ps().saturating_sub(self.ahead[p].ps()),
             ));
         }
-        idle.max(drained)
+        (idle.max(drained[0]), idle.max(drained[1]))
+    }
+
+    /// The earlier of `ready`'s two times among the kinds host `h`'s ring holds flows of.
+    fn ready_any(&self, ready: (SimTime, SimTime), h: HostId, ring: usize) -> SimTime {
+        let up = self.scale_up_in_ring[h.idx()] as usize;
+        match (ring > up, up > 0) {
+            (true, true) => ready.0.min(ready.1),
+            (false, true) => ready.1,
+            _ => ready.0,
+        }
+    }
+
+    /// Flow `f` joins (`+1`) or leaves (`-1`) host `h`'s ring.
+    fn count(&mut self, h: HostId, f: FlowId, joins: bool) {
+        if self.scale_up[f.idx()] {
+            let c = &mut self.scale_up_in_ring[h.idx()];
+            *c = if joins { *c + 1 } else { *c - 1 };
+        }
     }
 }
 
@@ -362,6 +400,9 @@ impl Hosts {
         let src = flow.src;
         let rto = flow.tx.as_ref().map_or(self.rto, |t| t.rto());
         self.hosts[src.idx()].active.push_back(f);
+        if let Some(m) = &mut self.multi {
+            m.count(src, f, true);
+        }
         // The NIC picks once every flow starting at this instant has joined its ring (a wake-up
         // ranks after them), so flows starting together take turns from their first packet:
         // picking at once gave the first of them, alone on an idle NIC, two turns in a row.
@@ -422,6 +463,9 @@ impl Hosts {
         let src = flow.src;
         if flow.rejoin_ring() {
             self.hosts[src.idx()].active.push_back(f);
+            if let Some(m) = &mut self.multi {
+                m.count(src, f, true);
+            }
         } else if !(repaced && flow.in_ring) {
             return;
         }
@@ -521,13 +565,18 @@ impl Hosts {
         if host.active.is_empty() {
             return;
         }
+        let mut by_kind = None;
         let ready = match &self.multi {
             None => {
                 let p = &mut e.fabric.ports[h.idx()];
                 p.sync(now);
                 p.busy_until.max(host.next_send)
             }
-            Some(m) => m.ready(e.fabric, e.topo, h, now).max(host.next_send),
+            Some(m) => {
+                let r = m.ready(e.fabric, e.topo, h, now);
+                by_kind = Some(r);
+                m.ready_any(r, h, host.active.len()).max(host.next_send)
+            }
         };
         // A wake-up already due by then covers this; a later one (a paced flow's) does not.
         if host.wake_pending && host.wake_at <= ready.max(now) {
@@ -557,14 +606,31 @@ impl Hosts {
             let Some(f) = host.active.pop_front() else {
                 return;
             };
+            // A flow whose kind of port (network or NVLink) is backed up waits its turn.
+            if let (Some(m), Some(r)) = (&self.multi, by_kind) {
+                let at = if m.scale_up[f.idx()] { r.1 } else { r.0 };
+                if at > now {
+                    earliest = earliest.min(at);
+                    host.active.push_back(f);
+                    continue;
+                }
+            }
             match e.flows[f.idx()].poll_transmit(now, self.mss) {
                 Transmit::Ready(next) => break (f, next),
                 Transmit::PacedUntil(t) => {
                     earliest = earliest.min(t);
                     host.active.push_back(f);
                 }
-                Transmit::Finished | Transmit::Blocked => e.flows[f.idx()].leave_ring(),
+                Transmit::Finished | Transmit::Blocked => {
+                    e.flows[f.idx()].leave_ring();
+                    if let Some(m) = &mut self.multi {
+                        m.count(h, f, false);
+                    }
+                }
                 Transmit::Covered => {
+                    if let Some(m) = &mut self.multi {
+                        m.count(h, f, false);
+                    }
                     let flow = &mut e.flows[f.idx()];
                     flow.leave_ring();
                     flow.covered_at = now;
@@ -624,7 +690,8 @@ impl Hosts {
                 m.next_send[p] = m.next_send[p].max(now) + m.pace[p].serialization(wire as u64);
                 e.fabric.inject(e.cx, port, i, pkt.wire_bytes, true);
                 // An idle port may have been free since before now: look again now.
-                m.ready(e.fabric, e.topo, h, now)
+                let r = m.ready(e.fabric, e.topo, h, now);
+                m.ready_any(r, h, host.active.len())
                     .max(host.next_send)
                     .max(now)
             }

@@ -215,6 +215,8 @@ pub struct Builder {
     /// Each host's server and its position there (hierarchical collectives); None: every
     /// host is a server of its own.
     servers: Option<Vec<(u32, u32)>>,
+    /// Rings split over this many channels (0 or 1: one ring).
+    channels: u32,
 }
 
 impl Builder {
@@ -248,6 +250,11 @@ impl Builder {
                 .flat_map(|r| r.clone().map(move |h| (r.start, h - r.start)))
                 .collect()
         });
+    }
+
+    /// From now on rings run as `c` channels, each over S/c (see [`channel_order`]).
+    pub fn channels(&mut self, c: u32) {
+        self.channels = c;
     }
 
     /// Host `h`'s server and position (see [`Builder::servers`]).
@@ -593,10 +600,52 @@ pub fn collective(
         for (r, &d) in hosts.iter().enumerate() {
             b.send(r as u32, d, bytes, &s0);
         }
+    } else if b.channels > 1
+        && matches!(
+            algo,
+            Algo::RingAllreduce | Algo::RingReduceScatter | Algo::RingAllgather
+        )
+    {
+        let c = b.channels;
+        let part = bytes.div_ceil(c as u64).max(1);
+        for ch in 0..c {
+            let order = channel_order(|r| b.server_of(hosts[r]), n, ch);
+            let hosts: Vec<u32> = order.iter().map(|&r| hosts[r]).collect();
+            let hosts = &hosts[..];
+            schedule(&mut OnHosts { b, hosts }, algo, part, &vec![s0.clone(); n]);
+        }
     } else {
         schedule(&mut OnHosts { b, hosts }, algo, bytes, &vec![s0; n]);
     }
     b.end()
+}
+
+/// Channel `ch`'s ring over `n` ranks located by `locate` (server, position): the servers in
+/// the order of their first rank, each one's ranks by position starting at `ch` (mod the
+/// server's ranks), every other server's backwards, so the ring leaves server k and enters
+/// server k+1 at GPUs of one position (one rail): channel ch's hops between servers use rails
+/// ch-1 and ch, and g channels use every rail twice. Ranks sharing a position keep their
+/// order.
+pub fn channel_order(locate: impl Fn(usize) -> (u32, u32), n: usize, ch: u32) -> Vec<usize> {
+    let mut servers: Vec<(u32, Vec<(u32, usize)>)> = Vec::new();
+    for r in 0..n {
+        let (s, pos) = locate(r);
+        match servers.iter_mut().find(|x| x.0 == s) {
+            Some(x) => x.1.push((pos, r)),
+            None => servers.push((s, vec![(pos, r)])),
+        }
+    }
+    let mut out = Vec::with_capacity(n);
+    for (k, (_, mut v)) in servers.into_iter().enumerate() {
+        let g = v.iter().map(|x| x.0).max().unwrap_or(0) + 1;
+        v.sort_by_key(|&(pos, r)| ((pos + g - ch % g) % g, r));
+        if k % 2 == 1 {
+            // Backwards, from position ch-1 down to ch.
+            v.reverse();
+        }
+        out.extend(v.into_iter().map(|x| x.1));
+    }
+    out
 }
 
 /// An all-to-all over ranks placed on `hosts` with a size per ordered pair (`sizes[src x n +

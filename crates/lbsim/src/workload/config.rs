@@ -174,6 +174,11 @@ pub struct WorkloadConfig {
     /// by that GPU's NIC (NCCL's PXN) (false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pxn: Option<bool>,
+    /// Rings (ring collectives and fsdp): channels, each a ring over S / channels whose order
+    /// follows the servers (leaving each server on the rail it enters the next by, a
+    /// different rail per channel, as NCCL builds its rings) (1: one ring in rank order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channels: Option<u32>,
     /// all_to_all: `direct`, `shifted`, `pairwise`, `limited` or `serial`
     /// (`AllToAllAlgorithm::DEFAULT`: shifted).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -285,6 +290,7 @@ impl Default for WorkloadConfig {
             placement: None,
             first_host: None,
             pxn: None,
+            channels: None,
             all_to_all_algorithm: None,
             all_to_all_concurrency: None,
             model: None,
@@ -328,6 +334,7 @@ impl WorkloadConfig {
         "placement",
         "first_host",
         "pxn",
+        "channels",
         "all_to_all_algorithm",
         "all_to_all_concurrency",
         "model",
@@ -396,6 +403,7 @@ impl WorkloadConfig {
             self.placement.is_some(),
             self.first_host.is_some(),
             self.pxn.is_some(),
+            self.channels.is_some(),
             self.all_to_all_algorithm.is_some(),
             self.all_to_all_concurrency.is_some(),
             self.model.is_some(),

@@ -249,6 +249,7 @@ pub fn generate(
         };
         b.relay_by_rail(servers.as_deref());
         b.servers(topo.domain_runs().ok().as_deref());
+        b.channels(w.channels.unwrap_or(1));
         collective::job(
             &mut b,
             &mut labels,
@@ -430,7 +431,13 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         // One group whose size is the fan-in.
         WorkloadKind::Incast | WorkloadKind::Outcast => return [&["fan_in"], PLACE].concat(),
         WorkloadKind::AllToAll => &["all_to_all_algorithm", "all_to_all_concurrency"],
-        WorkloadKind::Fsdp => &["model", "layers", "layer_bytes", "compute_us_per_layer"],
+        WorkloadKind::Fsdp => &[
+            "model",
+            "layers",
+            "layer_bytes",
+            "compute_us_per_layer",
+            "channels",
+        ],
         // The group is the expert-parallel group: its size follows from the experts.
         WorkloadKind::Moe => {
             // Its own keys are the `moe_` ones of [workload].
@@ -441,9 +448,8 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         }
         WorkloadKind::RingAllreduce
         | WorkloadKind::RingReduceScatter
-        | WorkloadKind::RingAllgather
-        | WorkloadKind::HalvingDoublingAllreduce
-        | WorkloadKind::HierarchicalAllreduce => &[],
+        | WorkloadKind::RingAllgather => &["channels"],
+        WorkloadKind::HalvingDoublingAllreduce | WorkloadKind::HierarchicalAllreduce => &[],
     };
     [GROUPS, PLACE, extra].concat()
 }
@@ -523,6 +529,14 @@ fn resolve(
             "all_to_all_concurrency",
             "applies only with all_to_all_algorithm = \"limited\"".into(),
         ));
+    }
+    if let Some(c) = w.channels {
+        if !(1..=limits::CHANNELS).contains(&c) {
+            return Err(err(
+                "channels",
+                format!("must be from 1 to {}, got {c}", limits::CHANNELS),
+            ));
+        }
     }
     let iterations = w.iterations.unwrap_or(1);
     if iterations == 0 {
