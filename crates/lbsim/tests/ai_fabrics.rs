@@ -276,6 +276,8 @@ fn the_presets_build_at_the_studys_scale() {
         ("rail-optimized-1024", 1024, 32 + 32 + 128),
         ("two-plane-1024", 1024, 2 * (32 + 32) + 128),
         ("hpn-1024", 1024, 2 * (8 + 60) + 128),
+        // Racks, zone spines, core, NVLink.
+        ("meta-zones-896", 896, 56 + 4 * 16 + 2 + 112),
     ] {
         let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap();
@@ -690,4 +692,121 @@ fn a_gpus_nvlink_and_nic_traffic_do_not_hold_each_other_up() {
     check_conservation_of(&sim, "nvlink and nic");
     let f = sim.flows();
     assert_eq!((f[0].finish.unwrap(), f[1].finish.unwrap()), (nv, nic));
+}
+
+/// 4 servers of 2 GPUs in 2 zones of 2 servers: a rail leaf per server and GPU (leaf_servers
+/// 1), one spine per zone, spines joined by `cores` core switches (4 leaves per zone over a
+/// taper of 4 / cores); 100 Gb/s links of 1 us.
+fn zones(cores: u32, extra: &[&str]) -> Scenario {
+    let mut v = zone_sets(cores);
+    v.extend_from_slice(extra);
+    scenario(&v)
+}
+
+#[test]
+fn zones_join_through_a_core_tier_at_its_exact_time_and_taper() {
+    let sc = zones(4, &[]);
+    let (a, far, near) = (HostId(0), HostId(4), HostId(2));
+    // Across zones: leaf, spine, one of 4 cores, spine, leaf; inside a zone on one rail:
+    // leaf, spine, leaf.
+    assert_eq!(sc.topology.count_paths(a, far), 4);
+    assert_eq!(sc.topology.count_paths(a, near), 1);
+    assert_eq!(zones(1, &[]).topology.count_paths(a, far), 1);
+    let nic = 332_640u64;
+    for (pair, hops) in [("0->4", 6u64), ("0->2", 4)] {
+        let cm = format!("{pair} id 1 start 0 size 65536\n");
+        let sim = run(with_cm("", &cm, &zone_sets(4)).unwrap());
+        let want = hops * (nic + 1_000_000) + 15 * nic;
+        assert_eq!(sim.flows()[0].finish, Some(SimTime(want)), "{pair}");
+        check_conservation_of(&sim, pair);
+    }
+    // Zone 0's four GPUs each send 1 MB to zone 1: at 1:1 the spine's four core links carry
+    // them side by side; at 4:1 one core link carries all four.
+    let cm: String = (0..4)
+        .map(|h| format!("{h}->{} id {} start 0 size 1000000\n", h + 4, h + 1))
+        .collect();
+    let cct = |cores: u32| {
+        let mut sets = zone_sets(cores);
+        sets.push("load_balancing.scheme=host_spray");
+        let sim = run(with_cm("", &cm, &sets).unwrap());
+        check_conservation_of(&sim, "taper");
+        assert_eq!(sim.summary().flows_completed, 4);
+        sim.summary().cct_ps.unwrap()
+    };
+    let (flat, tapered) = (cct(4), cct(1));
+    // One flow alone: 1 MB at 100 Gb/s is 80 us of payload.
+    assert!(flat < 95_000_000, "1:1 {flat} ps");
+    assert!(
+        tapered > 300_000_000 && tapered < 380_000_000,
+        "4:1 {tapered} ps"
+    );
+}
+
+fn zone_sets<'a>(cores: u32) -> Vec<&'a str> {
+    let taper = match cores {
+        4 => "topology.core_oversubscription=1",
+        2 => "topology.core_oversubscription=2",
+        _ => "topology.core_oversubscription=4",
+    };
+    vec![
+        "topology.kind=ai",
+        "topology.servers=4",
+        "topology.leaf_servers=1",
+        "topology.zone_servers=2",
+        "topology.server.gpus=2",
+        "topology.link_gbps=100",
+        "topology.link_latency_ns=1000",
+        taper,
+    ]
+}
+
+#[test]
+fn bad_zone_keys_are_refused_by_name() {
+    for (sets, key) in [
+        (&["topology.zone_servers=3"][..], "topology.zone_servers"),
+        (
+            &["topology.core_oversubscription=7"][..],
+            "topology.core_oversubscription",
+        ),
+        (
+            &[
+                "topology.zone_servers=4",
+                "topology.core_oversubscription=2",
+            ][..],
+            "topology.core_oversubscription",
+        ),
+        (
+            &[
+                "topology.zone_servers=2",
+                "topology.core_oversubscription=0.5",
+            ][..],
+            "topology.core_oversubscription",
+        ),
+        (
+            &[
+                "topology.zone_servers=2",
+                "topology.core_oversubscription=3",
+            ][..],
+            "whole number",
+        ),
+    ] {
+        let mut v: Vec<String> = [
+            "topology.kind=ai",
+            "topology.servers=4",
+            "topology.leaf_servers=1",
+            "topology.server.gpus=2",
+        ]
+        .map(String::from)
+        .to_vec();
+        v.extend(sets.iter().map(|s| s.to_string()));
+        let e = ScenarioFile::builtin(&v)
+            .map_err(|e| e.to_string())
+            .and_then(|f| {
+                Scenario::build(f, &Origin::builtin())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+            .unwrap_err();
+        assert!(e.contains(key), "{sets:?}: {e}");
+    }
 }

@@ -109,6 +109,14 @@ pub struct TopologyConfig {
     pub leaf_servers: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uplink_gbps: Option<f64>,
+    /// `ai`: servers per zone (a pod of leaves and spines); with more than one zone a core
+    /// tier joins the zones' spines (default: every server, one zone, no core).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_servers: Option<u32>,
+    /// `ai` with zones: a spine's down bandwidth (to its zone's leaves) over its up bandwidth
+    /// to the core (1; Meta's clusters taper 7:1 between zones).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core_oversubscription: Option<f64>,
     /// An imported graph's fastest link (b/s) and longest latency (ns), for PFC's headroom.
     #[serde(skip)]
     pub file_links: Option<(u64, f64)>,
@@ -147,6 +155,8 @@ impl Default for TopologyConfig {
             planes: None,
             leaf_servers: None,
             uplink_gbps: None,
+            zone_servers: None,
+            core_oversubscription: None,
             file_links: None,
         }
     }

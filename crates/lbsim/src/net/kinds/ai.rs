@@ -2,8 +2,10 @@
 //! GPUs, ports per NIC, NVLink rate and latency, servers per NVLink domain), on a 2-tier fabric
 //! of leaves and spines: rail-optimized (NIC i of `leaf_servers` servers under leaf i) or one
 //! leaf per `leaf_servers` servers, in `planes` independent copies, a NIC's ports spread over
-//! the planes and, past one port per plane, over two leaves of a plane (dual-ToR). The shapes of
-//! DGX SuperPOD, Alibaba HPN, Spectrum-X and MRC's planes (see the presets in `scenarios/`).
+//! the planes and, past one port per plane, over two leaves of a plane (dual-ToR); with
+//! `zone_servers`, zones of leaves and spines joined by a core tier, tapered by
+//! `core_oversubscription`. The shapes of DGX SuperPOD, Alibaba HPN, Spectrum-X, MRC's planes
+//! and Meta's zones (see the presets in `scenarios/`).
 
 use super::{rate, KindInfo, Size};
 use crate::config::{check, finite_nonneg, invalid, ConfigError, Origin};
@@ -15,7 +17,8 @@ use crate::time::SimTime;
 pub const INFO: KindInfo = KindInfo {
     name: "ai",
     summary: "GPU servers, a NIC per GPU, NVLink: topology.servers, [topology.server], rails, \
-              planes, leaf_servers, uplink_gbps, oversubscription",
+              planes, leaf_servers, uplink_gbps, oversubscription, zone_servers, \
+              core_oversubscription",
     keys: &[
         "servers",
         "server",
@@ -24,6 +27,8 @@ pub const INFO: KindInfo = KindInfo {
         "leaf_servers",
         "uplink_gbps",
         "oversubscription",
+        "zone_servers",
+        "core_oversubscription",
     ],
 };
 
@@ -38,10 +43,16 @@ struct Shape {
     sides: u32,
     rails: bool,
     leaf_servers: u32,
-    /// Per plane: leaves, each leaf's down and up ports (one up link to each spine).
+    /// Per plane: leaves, each leaf's down and up ports (one up link to each spine of its
+    /// zone), and spines per zone.
     leaves: u32,
     down: u32,
     spines: u32,
+    /// Zones (1: no core tier), servers per zone, and per plane the core switches (each spine
+    /// links once to every core of its plane).
+    zones: u32,
+    zone_servers: u32,
+    cores: u32,
     /// Servers per NVLink domain (0: no NVLink).
     domain: u32,
 }
@@ -49,6 +60,15 @@ struct Shape {
 impl Shape {
     fn hosts(&self) -> u32 {
         self.servers * self.gpus
+    }
+
+    fn leaves_per_zone(&self) -> u32 {
+        self.leaves / self.zones
+    }
+
+    /// The zone of leaf `i` (index within its plane).
+    fn leaf_zone(&self, i: u32) -> u32 {
+        i / self.leaves_per_zone()
     }
 
     fn domains(&self) -> u32 {
@@ -148,6 +168,49 @@ fn shape(t: &TopologyConfig, o: &Origin) -> Result<Shape, ConfigError> {
             t.link_gbps, t.oversubscription
         ),
     )?;
+    let zone_servers = t.zone_servers.unwrap_or(servers);
+    check(
+        zone_servers >= 1
+            && servers.is_multiple_of(zone_servers)
+            && zone_servers.is_multiple_of(leaf_servers),
+        o,
+        "topology.zone_servers",
+        &format!(
+            "must divide topology.servers ({servers}) and be a multiple of \
+             topology.leaf_servers ({leaf_servers})"
+        ),
+    )?;
+    let zones = servers / zone_servers;
+    let core_over = t.core_oversubscription.unwrap_or(1.0);
+    check(
+        core_over.is_finite() && core_over >= 1.0,
+        o,
+        "topology.core_oversubscription",
+        "must be at least 1 (a spine's down bandwidth over its up bandwidth)",
+    )?;
+    if zones == 1 {
+        check(
+            t.core_oversubscription.is_none(),
+            o,
+            "topology.core_oversubscription",
+            "needs zones: set topology.zone_servers below topology.servers",
+        )?;
+    }
+    // Per plane: a spine's down links, one per leaf of its zone; its up links, one per core.
+    let zone_leaves = leaves / zones;
+    let cores = zone_leaves as f64 / core_over;
+    let cores_whole = cores.round();
+    if zones > 1 {
+        check(
+            cores_whole >= 1.0 && (cores - cores_whole).abs() <= 1e-9 * cores_whole,
+            o,
+            "topology.core_oversubscription",
+            &format!(
+                "gives {cores} up links per spine ({zone_leaves} leaves of its zone / {core_over}); \
+                 it must be a whole number, one to each core switch of the plane"
+            ),
+        )?;
+    }
     check(
         finite_nonneg(s.nvlink_gbps),
         o,
@@ -178,6 +241,9 @@ fn shape(t: &TopologyConfig, o: &Origin) -> Result<Shape, ConfigError> {
         leaves,
         down,
         spines: whole as u32,
+        zones,
+        zone_servers,
+        cores: if zones > 1 { cores_whole as u32 } else { 0 },
         domain,
     })
 }
@@ -210,20 +276,39 @@ pub fn build(t: &TopologyConfig, p: LinkParams, o: &Origin) -> Result<Topology, 
         None
     };
     let hosts = sh.hosts();
-    let switches = sh.planes as u64 * (sh.leaves as u64 + sh.spines as u64) + sh.domains() as u64;
+    // Spines per plane, over every zone.
+    let spines = sh.spines * sh.zones;
+    let switches = sh.planes as u64 * (sh.leaves as u64 + spines as u64 + sh.cores as u64)
+        + sh.domains() as u64;
     check(
         switches < 1 << 24,
         o,
         "topology.servers",
         &format!("makes {switches} switches: too many"),
     )?;
-    let per_plane = sh.leaves + sh.spines;
+    let per_plane = sh.leaves + spines + sh.cores;
     let leaf_id = |plane: u32, i: u32| SwitchId(plane * sh.leaves + i);
-    let spine_id = |plane: u32, i: u32| SwitchId(sh.planes * sh.leaves + plane * sh.spines + i);
+    // Spine i of a plane: zone i / spines, the (i mod spines)-th of its zone.
+    let spine_id = |plane: u32, i: u32| SwitchId(sh.planes * sh.leaves + plane * spines + i);
+    let core_id =
+        |plane: u32, c: u32| SwitchId(sh.planes * (sh.leaves + spines) + plane * sh.cores + c);
     let nv_id = |d: u32| SwitchId(sh.planes * per_plane + d);
-    let mut b = Builder::new(hosts, p.rate, &["leaf", "spine"]);
+    let tiers: &[&str] = if sh.zones > 1 {
+        &["leaf", "spine", "core"]
+    } else {
+        &["leaf", "spine"]
+    };
+    let mut b = Builder::new(hosts, p.rate, tiers);
+    let zones = if sh.zones > 1 {
+        format!(
+            ", {} zones of {} servers, {} core switches per plane",
+            sh.zones, sh.zone_servers, sh.cores
+        )
+    } else {
+        String::new()
+    };
     b.label(format!(
-        "ai {} servers x {} GPUs, {} NIC port{} each, {} plane{}, {}",
+        "ai {} servers x {} GPUs, {} NIC port{} each, {} plane{}, {}{zones}",
         sh.servers,
         sh.gpus,
         sh.ports,
@@ -271,17 +356,32 @@ pub fn build(t: &TopologyConfig, p: LinkParams, o: &Origin) -> Result<Topology, 
                     }
                 }
             }
+            let z = sh.leaf_zone(i);
             for k in 0..sh.spines {
-                b.link(up, me, NodeId::Switch(spine_id(plane, k)));
+                b.link(up, me, NodeId::Switch(spine_id(plane, z * sh.spines + k)));
             }
         }
     }
     for plane in 0..sh.planes {
-        for k in 0..sh.spines {
-            b.switch(1, plane * sh.spines + k);
+        for k in 0..spines {
+            b.switch(1, plane * spines + k);
             let me = NodeId::Switch(spine_id(plane, k));
-            for i in 0..sh.leaves {
+            let z = k / sh.spines;
+            let zl = sh.leaves_per_zone();
+            for i in z * zl..(z + 1) * zl {
                 b.link(up, me, NodeId::Switch(leaf_id(plane, i)));
+            }
+            for c in 0..sh.cores {
+                b.link(up, me, NodeId::Switch(core_id(plane, c)));
+            }
+        }
+    }
+    for plane in 0..sh.planes {
+        for c in 0..sh.cores {
+            b.switch(2, plane * sh.cores + c);
+            let me = NodeId::Switch(core_id(plane, c));
+            for k in 0..spines {
+                b.link(up, me, NodeId::Switch(spine_id(plane, k)));
             }
         }
     }
@@ -309,7 +409,10 @@ pub fn size(t: &TopologyConfig) -> Option<Size> {
     let hosts = sh.hosts() as u128;
     let host_ports = hosts * (sh.ports as u128 + (sh.domain > 0) as u128);
     let leaf_ports = sh.planes as u128 * sh.leaves as u128 * (sh.down + sh.spines) as u128;
-    let spine_ports = sh.planes as u128 * sh.spines as u128 * sh.leaves as u128;
+    // Each spine: its zone's leaves down, every core of its plane up; each core: every spine.
+    let spines = sh.planes as u128 * (sh.spines * sh.zones) as u128;
+    let spine_ports = spines * (sh.leaves_per_zone() + sh.cores) as u128
+        + sh.planes as u128 * sh.cores as u128 * (sh.spines * sh.zones) as u128;
     let nv_ports = if sh.domain > 0 { hosts } else { 0 };
     let switch_ports = leaf_ports + spine_ports + nv_ports;
     Some(Size {
