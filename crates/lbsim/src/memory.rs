@@ -98,7 +98,9 @@ fn job_flows(w: &WorkloadConfig, hosts: u128) -> Option<(u128, u128)> {
     let iters = w.iterations.unwrap_or(1).max(1) as u128;
     let s = w.message_bytes as u128;
     let per_group = match w.kind {
-        WorkloadKind::ConnectionMatrix | WorkloadKind::Chakra => return None,
+        WorkloadKind::ConnectionMatrix | WorkloadKind::Chakra | WorkloadKind::Training => {
+            return None
+        }
         WorkloadKind::Permutation => return Some((hosts, s)),
         WorkloadKind::Incast | WorkloadKind::Outcast => {
             let fan = w.fan_in.map_or(capacity.saturating_sub(1), u128::from);
