@@ -455,6 +455,53 @@ impl WorkloadConfig {
         self.moe_hierarchical.get_or_insert(d::MOE_HIERARCHICAL);
     }
 
+    /// Every `training_*` key that applies left unset given its value in effect: the model
+    /// preset's (or the default model's) shape and the defaults (`lbsim show`). An unknown
+    /// preset is left for the run to refuse.
+    pub fn fill_training_defaults(&mut self) {
+        use crate::config::defaults as d;
+        let base = match &self.model {
+            None => workload::training::default_model(),
+            Some(m) => match workload::training::presets().into_iter().find(|p| p.0 == m) {
+                Some(p) => p.1,
+                None => return,
+            },
+        };
+        let layers = *self.training_layers.get_or_insert(base.layers);
+        let u = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+        self.training_hidden.get_or_insert(u(base.hidden));
+        self.training_ffn_hidden.get_or_insert(u(base.ffn_hidden));
+        self.training_seq_len.get_or_insert(u(base.seq_len));
+        self.training_micro_batch
+            .get_or_insert(d::TRAINING_MICRO_BATCH);
+        self.training_micro_batches
+            .get_or_insert(d::TRAINING_MICRO_BATCHES);
+        self.training_bytes_per_element
+            .get_or_insert(d::TRAINING_BYTES_PER_ELEMENT);
+        self.training_tp.get_or_insert(d::TRAINING_TP);
+        self.training_pp.get_or_insert(d::TRAINING_PP);
+        let dp = *self.training_dp.get_or_insert(d::TRAINING_DP);
+        self.training_fsdp.get_or_insert(d::TRAINING_FSDP);
+        self.training_tflops.get_or_insert(d::TRAINING_TFLOPS);
+        let experts = *self.training_experts.get_or_insert(base.experts);
+        if experts > 0 {
+            self.training_top_k.get_or_insert(base.top_k);
+            self.training_expert_ffn_hidden
+                .get_or_insert(u(base.expert_ffn_hidden));
+            self.training_shared_experts
+                .get_or_insert(base.shared_experts);
+            self.training_dense_layers
+                .get_or_insert(base.dense_layers.min(layers));
+            let gcd = |mut a: u32, mut b: u32| {
+                while b != 0 {
+                    (a, b) = (b, a % b);
+                }
+                a
+            };
+            self.training_ep.get_or_insert(gcd(dp, experts));
+        }
+    }
+
     /// The optional keys that are set, in `OPTION_KEYS` order.
     pub fn given_options(&self) -> Vec<&'static str> {
         let set = [
