@@ -175,8 +175,8 @@ pub struct RankRecord {
 }
 
 /// The slowest rank's iteration split (summary.json's `collectives.chakra.iteration`): its
-/// critical path's compute and exposed communication per class add up to the iteration;
-/// overlap is the rank's communication time hidden behind compute or other communication.
+/// critical path's compute and exposed communication per class add up to the iteration; the
+/// rank's own communication in flight, and the part of it during which the rank computes.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct IterationSplit {
     pub rank: u32,
@@ -184,9 +184,10 @@ pub struct IterationSplit {
     pub compute_ps: u64,
     pub exposed_comm_ps: BTreeMap<String, u64>,
     pub exposed_comm_total_ps: u64,
-    /// The rank's communication time (all classes), and the part of it not exposed (zero when
-    /// the critical path's communication, which may run through other ranks, is longer).
+    /// Time with any of the rank's communication in flight (its collectives from all members
+    /// arrived to its part done, its sends to their receipt; concurrent ones counted once).
     pub comm_ps: u64,
+    /// Of `comm_ps`, the time the rank also computes: communication hidden behind compute.
     pub overlap_ps: u64,
 }
 
@@ -353,7 +354,7 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
                 .find_map(|r| {
                     let exposed = r.exposed_comm_ps.clone()?;
                     let total: u64 = exposed.values().sum();
-                    let comm: u64 = r.comm_ps.as_ref()?.values().sum();
+                    let (comm, overlap) = ch.rank_overlap(r.rank as usize, &times)?;
                     Some(IterationSplit {
                         rank: r.rank,
                         time_ps: r.iteration_ps?,
@@ -361,7 +362,7 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
                         exposed_comm_ps: exposed,
                         exposed_comm_total_ps: total,
                         comm_ps: comm,
-                        overlap_ps: comm.saturating_sub(total),
+                        overlap_ps: overlap,
                     })
                 });
         }

@@ -638,7 +638,7 @@ pub fn training_traces(
         .sum::<u128>()
         * par.micro_batches as u128
         * iterations as u128;
-    if flops / (tp as u128 * tflops.max(1e-9).ceil() as u128) >= limits::TIME_PS as u128 / 2 {
+    if flops as f64 / (tp as f64 * tflops) >= (limits::TIME_PS / 2) as f64 {
         return Err(err(
             "training_tflops",
             "the compute of an iteration is past the time a run may simulate".into(),

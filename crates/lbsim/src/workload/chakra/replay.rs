@@ -237,6 +237,8 @@ pub struct ChakraLabels {
     pub collective_class: Vec<u16>,
     /// Each rank's communication operations, for its communication time per class.
     pub spans: Vec<CommSpan>,
+    /// With groups: each compute node of each rank, (rank, its end, its duration).
+    compute_spans: Vec<(u32, Cond, SimTime)>,
 }
 
 /// One communication operation of one rank: a collective from the moment all its members have
@@ -280,6 +282,39 @@ impl ChakraLabels {
                 (self.classes.len() - 1) as u16
             }
         }
+    }
+
+    /// Rank `r`'s time with any of its communication in flight, and of that the time it also
+    /// computes (communication hidden behind compute). None if a span never finished.
+    pub fn rank_overlap(&self, r: usize, times: &[(u64, Option<u64>)]) -> Option<(u64, u64)> {
+        let finish: Vec<Option<u64>> = times.iter().map(|t| t.1).collect();
+        let mut comm: Vec<(u64, u64)> = Vec::new();
+        for s in self.spans.iter().filter(|s| s.rank as usize == r) {
+            comm.push((s.begin.eval(&finish)?, s.end.eval(&finish)?));
+        }
+        let mut comp: Vec<(u64, u64)> = Vec::new();
+        for (q, e, d) in &self.compute_spans {
+            if *q as usize == r {
+                let e = e.eval(&finish)?;
+                comp.push((e.saturating_sub(d.ps()), e));
+            }
+        }
+        let (comm, comp) = (merge(comm), merge(comp));
+        let busy = comm.iter().map(|(a, b)| b - a).sum();
+        // Both lists sorted and disjoint: walk them together.
+        let (mut i, mut j, mut both) = (0, 0, 0u64);
+        while i < comm.len() && j < comp.len() {
+            let (a, b) = (comm[i].0.max(comp[j].0), comm[i].1.min(comp[j].1));
+            if a < b {
+                both += b - a;
+            }
+            if comm[i].1 < comp[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        Some((busy, both))
     }
 
     /// Rank `r`'s communication time per class: its operations' spans summed (operations of
@@ -357,6 +392,20 @@ impl ChakraLabels {
             critical_comm_by_class: by_class,
         })
     }
+}
+
+/// Intervals sorted and merged where they overlap or touch.
+fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.retain(|(a, b)| b > a);
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(l) if a <= l.1 => l.1 = l.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }
 
 /// A Chakra workload: flows, dependencies, and labels for collectives and ranks.
@@ -602,7 +651,13 @@ fn run(
                 let c = dep_cond(&gen, &done[r], node);
                 let out = match &node.op {
                     Op::Nop => c,
-                    Op::Comp(d) => c.then(*d),
+                    Op::Comp(d) => {
+                        let e = c.then(*d);
+                        if groups.is_some() && *d > SimTime::ZERO {
+                            chakra.compute_spans.push((r as u32, e.clone(), *d));
+                        }
+                        e
+                    }
                     Op::Send {
                         peer,
                         bytes,
