@@ -129,6 +129,7 @@ fn the_generated_compute_nodes_carry_exact_picoseconds() {
         fsdp: false,
         tflops: 4.0,
         iterations: 1,
+        seed: 1,
     };
     let t = generate(&model, &par);
     let mut durations: Vec<(i64, u64)> = t.ranks[0]
@@ -168,8 +169,9 @@ fn fsdp_gathers_weights_and_reduce_scatters_gradients() {
 }
 
 #[test]
-fn an_moe_model_sends_its_tokens_to_the_expert_parallel_group() {
-    // 2 layers, the first dense; 4 experts, top 2; tp 1, pp 1, dp 4, ep 2.
+fn an_moe_model_sends_its_drawn_tokens_to_the_expert_parallel_group() {
+    // 2 layers, the first dense; 4 experts, top 2; tp 1, pp 1, dp 4, ep 2 (2 experts a rank):
+    // two ep groups, {0, 1} and {2, 3}.
     let sc = training(&[
         "workload.training_layers=2",
         "workload.training_hidden=64",
@@ -186,10 +188,57 @@ fn an_moe_model_sends_its_tokens_to_the_expert_parallel_group() {
         "workload.training_ep=2",
     ])
     .unwrap();
-    // ep: the MoE layer's dispatch and combine forward and backward, 4 all-to-alls per ep
-    // group (2), each 2 flows of a rank's 32 x 2 x 64 x 2 = 8192 bytes / 2.
-    let got = by_class(&sc);
-    assert_eq!(got["ep"], (16, vec![4096]));
+    let ch = sc.labels.chakra.as_ref().unwrap();
+    let ep: Vec<(u32, u32, u64)> = sc
+        .flows
+        .iter()
+        .zip(&ch.flow_class)
+        .filter(|(_, &c)| ch.classes[c as usize] == "ep")
+        .map(|(f, _)| (f.src.0, f.dst.0, f.size_bytes))
+        .collect();
+    // Each ep group's routing is `moe::route`'s: a token goes to the other rank once if one of
+    // its 2 experts is there (rank r holds experts 2r, 2r+1). Dispatch and the combine's
+    // gradients carry pair (a, b)'s tokens from a to b, combine and the dispatch's gradients
+    // back: per group 2 ordered pairs x 4 phases, each token 64 x 2 = 128 bytes.
+    assert_eq!(ep.len(), 16, "{ep:?}");
+    assert!(ep.iter().all(|&(a, b, _)| a / 2 == b / 2 && a != b));
+    assert!(ep
+        .iter()
+        .all(|&(_, _, x)| x % 128 == 0 && x > 0 && x <= 32 * 128));
+    let from = |a: u32, b: u32| -> Vec<u64> {
+        ep.iter()
+            .filter(|f| (f.0, f.1) == (a, b))
+            .map(|f| f.2)
+            .collect()
+    };
+    for (a, b) in [(0, 1), (2, 3)] {
+        let (ab, ba) = (from(a, b), from(b, a));
+        assert_eq!(ab.len(), 4);
+        assert_eq!(ba.len(), 4);
+        // a -> b carries a's tokens (dispatch, combine grads) and b's tokens (combine,
+        // dispatch grads): each size twice.
+        let mut x = ab.clone();
+        x.sort_unstable();
+        assert_eq!((x[0], x[2]), (x[1], x[3]), "{ab:?}");
+    }
+    // The same draw as the moe generator's router makes for the first group.
+    use lbsim::rng::{mix64, rng_for, Stream};
+    use lbsim::workload::moe::{route, Router};
+    let r = Router {
+        tokens_per_gpu: 32,
+        experts: 4,
+        top_k: 2,
+        experts_per_gpu: 2,
+        weights: vec![1.0; 4],
+        capacity: None,
+        max_servers: 0,
+    };
+    let index = [0u32, 0, 0, 1]
+        .iter()
+        .fold(mix64(0), |a, &x| mix64(a ^ x as u64));
+    let pairs = route(&r, &[0, 0], &mut rng_for(1, Stream::Moe, index)).pair_tokens(&r);
+    assert_eq!(from(0, 1)[0], pairs[1] * 128);
+    assert_eq!(from(1, 0)[0], pairs[2] * 128);
 }
 
 #[test]

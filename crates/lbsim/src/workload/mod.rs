@@ -569,6 +569,7 @@ pub fn training_traces(
         fsdp: w.training_fsdp.unwrap_or(d::TRAINING_FSDP),
         tflops,
         iterations,
+        seed: file.seed,
     };
     let ranks = tp as u64 * pp as u64 * dp as u64;
     if ranks < 2 {
@@ -605,18 +606,25 @@ pub fn training_traces(
         "a layer's weights on one tp rank",
         layer_params / tp as u128 * elem,
     )?;
-    let tags = iterations as u64 * 2 * par.micro_batches as u64;
+    let tags = iterations as u64 * 2 * par.micro_batches as u64
+        + if experts > 0 {
+            iterations as u64 * par.micro_batches as u64 * layers as u64 * 4
+        } else {
+            0
+        };
     if tags > i32::MAX as u64 {
         return Err(err(
             "training_micro_batches",
-            format!("{iterations} iteration(s) x 2 x {} micro-batches are more message tags than an i32 holds", par.micro_batches),
+            format!("{iterations} iteration(s) x {} micro-batches need {tags} message tags, more than an i32 holds", par.micro_batches),
         ));
     }
-    // Nodes: per micro-batch and layer at most 8 on the stream, plus messages and collectives.
+    // Nodes: per micro-batch and layer at most 8 on the stream (MoE layers: a send and a
+    // receive per ep peer in each of 4 phases), plus messages and collectives.
     let per_stage = layers.div_ceil(pp) as u64;
+    let per_layer = 8 + if experts > 0 { 8 * (ep as u64 - 1) } else { 0 };
     let nodes = ranks
         * iterations as u64
-        * (par.micro_batches as u64 * (per_stage * 8 + 4) + per_stage * 3);
+        * (par.micro_batches as u64 * (per_stage * per_layer + 4) + per_stage * 3);
     if nodes > limits::TRAINING_NODES {
         return Err(err(
             "training_micro_batches",
@@ -626,6 +634,39 @@ pub fn training_traces(
                 limits::TRAINING_NODES
             ),
         ));
+    }
+    if experts > 0 && ep > 1 {
+        // The routing draws, as `moe` counts them: tokens x ep x top_k per layer, for every
+        // MoE layer, micro-batch, iteration and ep group of every stage (tp ranks share them).
+        let tokens = par.micro_batch * model.seq_len;
+        let layer = tokens as u128 * ep as u128 * model.top_k as u128;
+        if tokens > u32::MAX as u64 || layer > limits::MOE_LAYER_DRAWS as u128 {
+            return Err(err(
+                "training_seq_len",
+                format!(
+                    "micro_batch x seq_len = {tokens} tokens x ep {ep} x top_k {} are {layer} \
+                     expert draws in one layer, more than the {} the generator holds at once",
+                    model.top_k,
+                    limits::MOE_LAYER_DRAWS
+                ),
+            ));
+        }
+        let moe_layers = (layers - model.dense_layers.min(layers)) as u128;
+        let draws = layer
+            * moe_layers
+            * par.micro_batches as u128
+            * iterations as u128
+            * (pp as u128 * (dp / ep) as u128);
+        if draws > limits::MOE_DRAWS as u128 {
+            return Err(err(
+                "training_micro_batches",
+                format!(
+                    "{draws} expert draws (tokens x ep x top_k x MoE layers x micro-batches x \
+                     iterations x ep groups), more than the {} the generator makes",
+                    limits::MOE_DRAWS
+                ),
+            ));
+        }
     }
     // Every rank's compute in series (its stage's layers, forward and backward, every
     // micro-batch) must fit in a run's time.

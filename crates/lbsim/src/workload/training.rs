@@ -30,13 +30,19 @@
 //! and shared experts, the load assumed balanced over the ep group). A rank computes 1/tp of
 //! it; time = FLOPs / (tp x training_tflops), backward twice the forward.
 //!
-//! MoE dispatch and combine are ALL_TO_ALL collectives of T x top_k x h elements per rank (a
-//! copy per routed expert, spread evenly over the ep group: the expected traffic of uniform
-//! routing, not drawn per token as `kind = "moe"` does).
+//! MoE dispatch and combine are drawn as `kind = "moe"` draws them ([`moe::route`]: each of a
+//! rank's T tokens to top_k distinct experts, uniformly, experts / ep on each rank of the ep
+//! group, a token sent once to each rank holding one of its experts), one draw per stage, ep
+//! group, iteration, micro-batch and layer shared by the tp ranks, and written as COMM_SEND /
+//! COMM_RECV pairs of tokens x h elements: the experts' compute waits for every token it
+//! receives, what follows the combine for every result. The experts' compute is the balanced
+//! load's (T x (top_k + shared) tokens' worth on every rank).
 
 use std::collections::BTreeMap;
 
 use super::chakra::{proto, CommGroups};
+use super::moe;
+use crate::rng::{mix64, rng_for, Stream};
 use crate::time::SimTime;
 
 /// A model's shape.
@@ -121,6 +127,8 @@ pub struct Parallel {
     pub fsdp: bool,
     pub tflops: f64,
     pub iterations: u32,
+    /// Draws MoE routing (the scenario's seed).
+    pub seed: u64,
 }
 
 impl Parallel {
@@ -265,6 +273,65 @@ impl Graph {
         self.stream = Some(id);
         id
     }
+    /// One MoE phase: rank `me`'s sends (`out[q]` bytes to rank `ranks[q]`) once the stream is
+    /// done, then its receives (`inc[q]` from `ranks[q]`); the stream goes on when all have
+    /// arrived (and the sends were issued).
+    #[allow(clippy::too_many_arguments)]
+    fn exchange(
+        &mut self,
+        name: &str,
+        me: usize,
+        ranks: &[u32],
+        out: &[u64],
+        inc: &[u64],
+        tag: u32,
+        pg: &str,
+    ) {
+        let n = ranks.len();
+        let before = self.after_stream(&[]);
+        let mut done: Vec<u64> = Vec::new();
+        for i in 1..n {
+            let q = (me + i) % n;
+            if out[q] > 0 {
+                done.push(self.push(
+                    format!("{name}.send{}", ranks[q]),
+                    proto::COMM_SEND_NODE,
+                    before.clone(),
+                    vec![
+                        proto::int32("comm_dst", ranks[q] as i32),
+                        proto::int64("comm_size", out[q] as i64),
+                        proto::int32("comm_tag", tag as i32),
+                        str_attr("pg_name", pg),
+                    ],
+                ));
+            }
+        }
+        for i in 1..n {
+            let q = (me + n - i) % n;
+            if inc[q] > 0 {
+                done.push(self.push(
+                    format!("{name}.recv{}", ranks[q]),
+                    proto::COMM_RECV_NODE,
+                    before.clone(),
+                    vec![
+                        proto::int32("comm_src", ranks[q] as i32),
+                        proto::int64("comm_size", inc[q] as i64),
+                        proto::int32("comm_tag", tag as i32),
+                        str_attr("pg_name", pg),
+                    ],
+                ));
+            }
+        }
+        // What follows waits for all of them (or, with nothing to move, for the stream).
+        if !done.is_empty() {
+            self.stream = None;
+            self.pending.extend(done);
+        } else {
+            self.pending.extend(before);
+            self.stream = None;
+        }
+    }
+
     fn p2p(&mut self, send: bool, name: String, peer: u32, bytes: u64, tag: u32, pg: &str) {
         let (t, key) = if send {
             (proto::COMM_SEND_NODE, "comm_dst")
@@ -362,7 +429,36 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
     let act = par.micro_batch * model.seq_len * model.hidden * elem;
     let m = par.micro_batches;
     let moe = model.experts > 0;
-    let a2a = tokens as u64 * model.top_k as u64 * model.hidden * elem;
+    let token = model.hidden * elem;
+    let ep = par.ep.max(1) as usize;
+    let router = moe::Router {
+        tokens_per_gpu: tokens as u32,
+        experts: model.experts,
+        top_k: model.top_k,
+        experts_per_gpu: model.experts / par.ep.max(1),
+        weights: vec![1.0; model.experts as usize],
+        capacity: None,
+        max_servers: 0,
+    };
+    // Tags of MoE messages come after the pipeline's (iterations x 2m of them).
+    let moe_tag = |it: u32, j: u32, l: u32, phase: u32| {
+        par.iterations * 2 * m + ((it * m + j) * model.layers + l) * 4 + phase
+    };
+    // One routing per (stage, ep group of replicas, iteration, micro-batch, layer), shared by
+    // the tp ranks: tokens per ordered pair of the group's ranks.
+    let mut routing: BTreeMap<(u32, u32, u32, u32, u32), Vec<u64>> = BTreeMap::new();
+    let mut pairs = |s: u32, block: u32, it: u32, j: u32, l: u32| -> Vec<u64> {
+        routing
+            .entry((s, block, it, j, l))
+            .or_insert_with(|| {
+                let index = [block, it, j, l]
+                    .iter()
+                    .fold(mix64(s as u64), |a, &x| mix64(a ^ x as u64));
+                let mut rng = rng_for(par.seed, Stream::Moe, index);
+                moe::route(&router, &vec![0; ep], &mut rng).pair_tokens(&router)
+            })
+            .clone()
+    };
     let mut ranks: Vec<Vec<proto::Node>> = Vec::with_capacity(par.ranks() as usize);
     for s in 0..par.pp {
         let layers = stage_layers(model.layers, par.pp, s);
@@ -370,6 +466,10 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
         for d in 0..par.dp {
             for t in 0..par.tp {
                 let nm = names(par, s, d, t);
+                let (block, me) = (d / ep as u32, (d % ep as u32) as usize);
+                let ep_ranks: Vec<u32> = (0..ep as u32)
+                    .map(|i| par.rank(s, block * ep as u32 + i, t))
+                    .collect();
                 let mut g = Graph {
                     nodes: Vec::new(),
                     stream: None,
@@ -439,11 +539,27 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
                                         &nm.tp,
                                     );
                                 }
-                                if model.moe_layer(l) && par.ep > 1 {
-                                    g.stream_coll(
-                                        format!("{pfx}.L{l}.fwd.dispatch"),
-                                        proto::ALL_TO_ALL,
-                                        a2a,
+                                let routed = model.moe_layer(l) && par.ep > 1;
+                                let pt = if routed {
+                                    pairs(s, block, it, j, l)
+                                } else {
+                                    Vec::new()
+                                };
+                                // Out: my tokens to their experts; back: the reverse.
+                                let out: Vec<u64> = (0..ep)
+                                    .map(|q| pt.get(me * ep + q).map_or(0, |x| x * token))
+                                    .collect();
+                                let back: Vec<u64> = (0..ep)
+                                    .map(|q| pt.get(q * ep + me).map_or(0, |x| x * token))
+                                    .collect();
+                                if routed {
+                                    g.exchange(
+                                        &format!("{pfx}.L{l}.fwd.dispatch"),
+                                        me,
+                                        &ep_ranks,
+                                        &out,
+                                        &back,
+                                        moe_tag(it, j, l, 0),
                                         &nm.ep,
                                     );
                                 }
@@ -452,11 +568,14 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
                                     flops_time(fm, par.tp, par.tflops),
                                     &[],
                                 );
-                                if model.moe_layer(l) && par.ep > 1 {
-                                    g.stream_coll(
-                                        format!("{pfx}.L{l}.fwd.combine"),
-                                        proto::ALL_TO_ALL,
-                                        a2a,
+                                if routed {
+                                    g.exchange(
+                                        &format!("{pfx}.L{l}.fwd.combine"),
+                                        me,
+                                        &ep_ranks,
+                                        &back,
+                                        &out,
+                                        moe_tag(it, j, l, 1),
                                         &nm.ep,
                                     );
                                 }
@@ -494,11 +613,27 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
                             }
                             for l in layers.clone().rev() {
                                 let (fa, fm) = model.forward_flops(l, tokens);
-                                if model.moe_layer(l) && par.ep > 1 {
-                                    g.stream_coll(
-                                        format!("{pfx}.L{l}.bwd.combine"),
-                                        proto::ALL_TO_ALL,
-                                        a2a,
+                                let routed = model.moe_layer(l) && par.ep > 1;
+                                let pt = if routed {
+                                    pairs(s, block, it, j, l)
+                                } else {
+                                    Vec::new()
+                                };
+                                let out: Vec<u64> = (0..ep)
+                                    .map(|q| pt.get(me * ep + q).map_or(0, |x| x * token))
+                                    .collect();
+                                let back: Vec<u64> = (0..ep)
+                                    .map(|q| pt.get(q * ep + me).map_or(0, |x| x * token))
+                                    .collect();
+                                if routed {
+                                    // The combine's gradients to the experts.
+                                    g.exchange(
+                                        &format!("{pfx}.L{l}.bwd.combine"),
+                                        me,
+                                        &ep_ranks,
+                                        &out,
+                                        &back,
+                                        moe_tag(it, j, l, 2),
                                         &nm.ep,
                                     );
                                 }
@@ -507,11 +642,15 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
                                     flops_time(2 * fm, par.tp, par.tflops),
                                     &[],
                                 );
-                                if model.moe_layer(l) && par.ep > 1 {
-                                    g.stream_coll(
-                                        format!("{pfx}.L{l}.bwd.dispatch"),
-                                        proto::ALL_TO_ALL,
-                                        a2a,
+                                if routed {
+                                    // The dispatch's gradients back to the tokens' ranks.
+                                    g.exchange(
+                                        &format!("{pfx}.L{l}.bwd.dispatch"),
+                                        me,
+                                        &ep_ranks,
+                                        &back,
+                                        &out,
+                                        moe_tag(it, j, l, 3),
                                         &nm.ep,
                                     );
                                 }
