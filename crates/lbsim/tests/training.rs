@@ -243,9 +243,39 @@ fn an_moe_model_sends_its_drawn_tokens_to_the_expert_parallel_group() {
 
 #[test]
 fn exported_graphs_replay_as_chakra_traces_to_the_same_flows_and_times() {
-    let dir = TempDir::new("training", "export");
+    round_trip("export", TOY);
+}
+
+#[test]
+fn an_exported_moe_model_replays_to_the_same_flows_and_times() {
+    round_trip(
+        "export-moe",
+        &[
+            "workload.training_layers=3",
+            "workload.training_hidden=64",
+            "workload.training_ffn_hidden=128",
+            "workload.training_seq_len=32",
+            "workload.training_micro_batches=2",
+            "workload.training_experts=8",
+            "workload.training_top_k=2",
+            "workload.training_expert_ffn_hidden=32",
+            "workload.training_dense_layers=1",
+            "workload.training_tp=1",
+            "workload.training_pp=2",
+            "workload.training_dp=4",
+            "workload.training_ep=4",
+            "workload.iterations=2",
+        ],
+    );
+}
+
+/// `sets`' training workload written as Chakra files and replayed as `kind = "chakra"` with
+/// its comm groups: the same flows, dependencies, flow times, CCTs and iteration split.
+fn round_trip(name: &str, sets: &[&str]) {
+    let dir = TempDir::new("training", name);
     let file = ScenarioFile::builtin(
-        &TOY.iter()
+        &sets
+            .iter()
             .map(|s| s.to_string())
             .chain(["topology.k=4".into(), "workload.kind=training".into()])
             .collect::<Vec<_>>(),
