@@ -80,3 +80,106 @@ pub fn main(a: ExportArgs) -> Result<()> {
     );
     Ok(())
 }
+
+#[derive(Args)]
+pub struct ChakraExportArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Output directory: NAME.RANK.et per rank and comm_groups.json.
+    #[arg(short = 'o', long = "out")]
+    pub out: PathBuf,
+}
+
+/// `lbsim export-chakra`: a `training` workload's per-rank Chakra graphs (or a `chakra`
+/// workload's traces as read) as ASTRA-sim-style files `DIR/NAME.RANK.et` and the process
+/// groups as `DIR/comm_groups.json`; a `kind = "chakra"` replay of DIR with
+/// `chakra_comm_groups = "DIR/comm_groups.json"` replays the same graph.
+pub fn chakra(a: ChakraExportArgs) -> Result<()> {
+    use lbsim::workload::chakra::{self, proto, CommGroups};
+    use lbsim::workload::WorkloadKind;
+    let (file, origin) = load_file(&a.scenario)?;
+    if !file.jobs.is_empty() {
+        bail!("export-chakra writes one workload: this scenario has [[jobs]]");
+    }
+    let w = file.workload.clone();
+    // Built in full first: the same checks as a run, and the fabric to place the ranks on.
+    let sc = build(file.clone(), &origin)?;
+    let (name, ranks, groups): (&str, Vec<Vec<u8>>, Option<CommGroups>) = match w.kind {
+        WorkloadKind::Training => {
+            let plan =
+                lbsim::workload::training_traces(&w, &sc.topology, &file.traffic(), &origin)?;
+            let ranks = plan
+                .ranks
+                .iter()
+                .map(|nodes: &Vec<proto::Node>| chakra::encode("0.0.4", nodes))
+                .collect();
+            ("training", ranks, Some(plan.groups))
+        }
+        WorkloadKind::Chakra => {
+            let rel = |p: &std::path::Path| match (&origin.dir, p.is_relative()) {
+                (Some(dir), true) => dir.join(p),
+                _ => p.to_path_buf(),
+            };
+            let path = rel(w
+                .path
+                .as_deref()
+                .expect("a built chakra workload has a path"));
+            let files = chakra::files(&path)?;
+            if files.len() == 1 {
+                bail!(
+                    "workload kind `chakra` with one trace replayed on workload.chakra_ranks \
+                     ranks: export-chakra writes one file per rank; the trace is already one"
+                );
+            }
+            let ranks = files
+                .iter()
+                .map(|f| std::fs::read(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display())))
+                .collect::<Result<Vec<_>>>()?;
+            let groups = match &w.chakra_comm_groups {
+                Some(g) => Some(CommGroups::load(&rel(g))?),
+                None => None,
+            };
+            ("trace", ranks, groups)
+        }
+        k => bail!(
+            "export-chakra writes workload kinds `training` and `chakra`, not `{}`",
+            k.name()
+        ),
+    };
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", a.out.display()))?;
+    // Files of an earlier export to the same directory that this one does not overwrite
+    // would be read as more ranks: remove them.
+    for e in std::fs::read_dir(&a.out)? {
+        let e = e?;
+        let f = e.file_name().to_string_lossy().into_owned();
+        let stale = f
+            .strip_suffix(".et")
+            .and_then(|s| s.rsplit_once('.'))
+            .and_then(|(_, r)| r.parse::<usize>().ok())
+            .is_some_and(|r| r >= ranks.len() || !f.starts_with(&format!("{name}.")));
+        if stale {
+            std::fs::remove_file(e.path())?;
+        }
+    }
+    for (r, bytes) in ranks.iter().enumerate() {
+        output::write_atomic(&a.out.join(format!("{name}.{r}.et")), bytes)?;
+    }
+    let groups_file = a.out.join("comm_groups.json");
+    match &groups {
+        Some(g) => output::write_atomic(&groups_file, g.to_json().as_bytes())?,
+        None if groups_file.exists() => std::fs::remove_file(&groups_file)?,
+        None => {}
+    }
+    println!(
+        "wrote {} rank traces {}/{name}.RANK.et{}",
+        ranks.len(),
+        a.out.display(),
+        if groups.is_some() {
+            " and comm_groups.json"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}

@@ -100,6 +100,7 @@ pub fn chakra(data: &[u8]) {
         skip_unknown: true,
         algorithms: Default::default(),
         payload_bytes: 4096,
+        comm_groups: None,
     };
     let traces = vec![("fuzz.et".to_string(), nodes)];
     let _ = replay_nodes(&traces, &[0, 1, 2, 3], lbsim::time::SimTime::ZERO, &opt);

@@ -82,6 +82,9 @@ enum Cmd {
     },
     /// Write the scenario's generated workload (flows and triggers) as an htsim connection matrix.
     ExportCm(export::ExportArgs),
+    /// Write the scenario's training workload (or Chakra traces) as ASTRA-sim-style Chakra
+    /// files DIR/NAME.RANK.et and DIR/comm_groups.json.
+    ExportChakra(export::ChakraExportArgs),
     /// List load-balancing schemes, workloads and topologies.
     List,
     /// Summarise the scenario's fabric (tiers, ports, rates, oversubscription, bisection, path
@@ -291,6 +294,7 @@ fn real_main(cli: Cli) -> Result<()> {
             force,
         } => compare(&scenario, schemes, out.as_deref(), jobs, force),
         Cmd::ExportCm(a) => export::main(a),
+        Cmd::ExportChakra(a) => export::chakra(a),
         Cmd::List => {
             print!("{}", output::list());
             Ok(())

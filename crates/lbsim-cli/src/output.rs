@@ -197,6 +197,7 @@ pub fn list() -> String {
     o.push_str("  outcast            the group's first host sends one message to each of workload.fan_in hosts\n");
     o.push_str("  chakra             MLCommons Chakra execution traces at workload.path (compute, messages, collectives)\n");
     o.push_str("  moe                Mixture-of-Experts layers: dispatch all-to-all to the routed experts' GPUs, compute, combine back (workload.moe_*)\n");
+    o.push_str("  training           a transformer's training iteration under tp/pp/dp(/ep), as Chakra graphs per rank (workload.model, workload.training_*)\n");
     o.push_str("congestion control (transport.cc):\n ");
     for c in lbsim::scenario::CcKind::ALL {
         let _ = write!(o, " {}", c.name());

@@ -769,10 +769,11 @@ pub fn collect(dir: &Path) -> Result<usize> {
 }
 
 /// `collectives.csv`: every run's collectives.csv rows, each prefixed by the run's point, grid
-/// values and seed (as results.csv's rows are), for sweeps of collective workloads.
+/// values and seed (as results.csv's rows are), for sweeps of collective workloads. Runs whose
+/// collectives.csv lacks the `comm` column (replays without process groups, generated
+/// collectives) leave it empty when other runs have it.
 fn collect_collectives(dir: &Path, m: &Manifest, runs: &[RunRecord]) -> Result<()> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Option<csv::StringRecord> = None;
+    let mut files: Vec<(usize, u64, PathBuf, csv::StringRecord)> = Vec::new();
     for r in runs {
         let p = &m.points[r.point];
         let f = run_dir(dir, &p.id, r.seed).join("collectives.csv");
@@ -782,36 +783,60 @@ fn collect_collectives(dir: &Path, m: &Manifest, runs: &[RunRecord]) -> Result<(
         let mut rd =
             csv::Reader::from_path(&f).with_context(|| format!("cannot read {}", f.display()))?;
         let cols = rd.headers()?.clone();
-        match &header {
-            None => {
-                let mut h = vec!["point".to_string()];
-                h.extend(m.keys.iter().cloned());
-                h.push("run_seed".into());
-                h.extend(cols.iter().map(str::to_string));
-                w.write_record(&h)?;
-                header = Some(cols);
-            }
-            Some(h) if *h != cols => bail!(
+        files.push((r.point, r.seed, f, cols));
+    }
+    let Some(header) = files
+        .iter()
+        .map(|x| &x.3)
+        .find(|h| h.iter().any(|c| c == "comm"))
+        .or(files.first().map(|x| &x.3))
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut h = vec!["point".to_string()];
+    h.extend(m.keys.iter().cloned());
+    h.push("run_seed".into());
+    h.extend(header.iter().map(str::to_string));
+    w.write_record(&h)?;
+    for (point, seed, f, cols) in &files {
+        let p = &m.points[*point];
+        let without: Vec<&str> = header.iter().filter(|c| *c != "comm").collect();
+        let same = *cols == header;
+        if !same && cols.iter().collect::<Vec<_>>() != without {
+            bail!(
                 "{}: its columns differ from the other runs' collectives.csv",
                 f.display()
-            ),
-            Some(_) => {}
+            );
         }
+        let mut rd =
+            csv::Reader::from_path(f).with_context(|| format!("cannot read {}", f.display()))?;
         for rec in rd.records() {
             let rec = rec.with_context(|| format!("{}: bad row", f.display()))?;
             let mut row = vec![p.id.clone()];
             row.extend(p.values.iter().cloned());
-            row.push(r.seed.to_string());
-            row.extend(rec.iter().map(str::to_string));
+            row.push(seed.to_string());
+            if same {
+                row.extend(rec.iter().map(str::to_string));
+            } else {
+                // The missing `comm` left empty, every other column by position.
+                let mut it = rec.iter();
+                for c in header.iter() {
+                    row.push(if c == "comm" {
+                        String::new()
+                    } else {
+                        it.next().unwrap_or_default().to_string()
+                    });
+                }
+            }
             w.write_record(&row)?;
         }
     }
-    if header.is_some() {
-        write_atomic(
-            &dir.join("collectives.csv"),
-            &w.into_inner().context("csv")?,
-        )?;
-    }
+    write_atomic(
+        &dir.join("collectives.csv"),
+        &w.into_inner().context("csv")?,
+    )?;
     Ok(())
 }
 

@@ -674,3 +674,71 @@ fn an_unwritable_output_file_gives_a_clear_error_and_leaves_no_temporary() {
     let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     assert_eq!(flows.lines().count(), 17, "a header and 16 flows");
 }
+
+#[test]
+fn export_chakra_writes_a_training_run_that_replays_to_the_same_outputs() {
+    let d = tmpdir("export-chakra");
+    let et = d.join("et");
+    let sets = [
+        "topology.k=4",
+        "workload.kind=training",
+        "workload.training_layers=2",
+        "workload.training_hidden=256",
+        "workload.training_ffn_hidden=512",
+        "workload.training_seq_len=128",
+    ];
+    let mut args: Vec<&str> = vec!["export-chakra", "--out", et.to_str().unwrap()];
+    for s in &sets {
+        args.extend(["--set", s]);
+    }
+    let o = lbsim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(&et)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let want: Vec<String> = std::iter::once("comm_groups.json".to_string())
+        .chain((0..8).map(|r| format!("training.{r}.et")))
+        .collect();
+    assert_eq!(names, want);
+    let run = |name: &str, extra: &[String]| {
+        let out = d.join(name);
+        let mut a: Vec<String> = vec!["run".into(), "--quiet".into(), "--out".into()];
+        a.push(out.to_str().unwrap().into());
+        for s in extra {
+            a.extend(["--set".into(), s.clone()]);
+        }
+        let o = lbsim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let read = |f: &str| std::fs::read(out.join(f)).unwrap();
+        (read("flows.csv"), read("collectives.csv"))
+    };
+    let a = run("a", &sets.map(String::from));
+    let b = run(
+        "b",
+        &[
+            "topology.k=4".into(),
+            "workload.kind=chakra".into(),
+            format!("workload.path=\"{}\"", et.display()),
+            format!(
+                "workload.chakra_comm_groups=\"{}\"",
+                et.join("comm_groups.json").display()
+            ),
+        ],
+    );
+    assert_eq!(a, b);
+    assert!(String::from_utf8_lossy(&a.1).starts_with("job,group,iteration,layer,kind,comm,"));
+    // A smaller export to the same directory leaves no rank of the larger one behind.
+    let mut args: Vec<&str> = vec!["export-chakra", "--out", et.to_str().unwrap()];
+    for s in &sets {
+        args.extend(["--set", s]);
+    }
+    args.extend(["--set", "workload.training_dp=1"]);
+    assert!(lbsim(&args).status.success());
+    assert_eq!(std::fs::read_dir(&et).unwrap().count(), 5);
+    fails_with(
+        lbsim(&["export-chakra", "--out", et.to_str().unwrap()]),
+        &["export-chakra", "`permutation`"],
+    );
+}

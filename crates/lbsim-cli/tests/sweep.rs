@@ -487,3 +487,37 @@ fn every_shipped_sweep_file_plans() {
             .unwrap_or_else(|e| panic!("{}: {e:#}", f.display()));
     }
 }
+
+#[test]
+fn a_sweep_over_training_and_a_collective_keeps_the_comm_column() {
+    let d = tmpdir("training");
+    let f = write(
+        &d,
+        "s.toml",
+        r#"
+seeds = 1
+[base]
+seed = 1
+[base.topology]
+k = 4
+[grid]
+"workload.kind" = ["ring_allreduce", "training"]
+"#,
+    );
+    let a = d.join("a");
+    ok(&lbsim(&["sweep", &f, "--out", a.to_str().unwrap()]));
+    let mut rd = csv::Reader::from_path(a.join("collectives.csv")).unwrap();
+    let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let (kind, comm) = (
+        h.iter().position(|c| c == "kind").unwrap(),
+        h.iter().position(|c| c == "comm").unwrap(),
+    );
+    assert_eq!(comm, kind + 1, "{h:?}");
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    // The ring's one row without a class, the training run's tp and dp collectives with.
+    assert_eq!(rows[0][1].to_string(), "ring_allreduce");
+    assert_eq!(&rows[0][comm], "");
+    assert_eq!(&rows[0][kind], "ring_allreduce");
+    assert!(rows[1..].iter().all(|r| ["tp", "dp"].contains(&&r[comm])));
+    assert!(rows.iter().all(|r| r.len() == h.len()));
+}

@@ -143,6 +143,22 @@ pub mod defaults {
     /// library's (NCCL's effective count follows its peer-to-peer channels,
     /// NCCL_MAX_P2P_NCHANNELS over NCCL_NCHANNELS_PER_NET_PEER, and varies by version).
     pub const ALL_TO_ALL_CONCURRENCY: u32 = 8;
+    /// `workload.training_tp`, `training_pp`, `training_dp`: a small layout (8 ranks).
+    pub const TRAINING_TP: u32 = 2;
+    pub const TRAINING_PP: u32 = 2;
+    pub const TRAINING_DP: u32 = 2;
+    /// `workload.training_micro_batch`: sequences per micro-batch.
+    pub const TRAINING_MICRO_BATCH: u32 = 1;
+    /// `workload.training_micro_batches`: per iteration per pipeline.
+    pub const TRAINING_MICRO_BATCHES: u32 = 4;
+    /// `workload.training_bytes_per_element`: BF16.
+    pub const TRAINING_BYTES_PER_ELEMENT: u32 = 2;
+    /// `workload.training_tflops`: achieved BF16 TFLOP/s per H100, as Llama 3's pre-training
+    /// reports (380 to 430 TFLOP/s per GPU, 38-43% of the 989 dense peak; Dubey et al. 2024,
+    /// Table 4).
+    pub const TRAINING_TFLOPS: f64 = 400.0;
+    /// `workload.training_fsdp`.
+    pub const TRAINING_FSDP: bool = false;
 }
 
 /// Caps on what a scenario may ask for, so that no count, sum or time the simulator keeps can
@@ -168,6 +184,9 @@ pub mod limits {
     /// Expert draws of one layer of one group (tokens per GPU x ranks x top_k): the generator
     /// holds them all to admit tokens by capacity, 5 bytes each (1.3 GB here).
     pub const MOE_LAYER_DRAWS: u64 = 1 << 28;
+    /// Chakra nodes a `training` workload generates over all ranks (a few hundred bytes each
+    /// while generated and replayed).
+    pub const TRAINING_NODES: u64 = 1 << 24;
 
     /// `bytes` as one message of `payload`-byte packets: within [`MESSAGE_PACKETS`], or why not.
     pub fn check_message(bytes: u64, payload: u32) -> Result<(), String> {

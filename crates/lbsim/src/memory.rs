@@ -99,7 +99,9 @@ fn job_flows(w: &WorkloadConfig, hosts: u128, t: &TopologyConfig) -> Option<(u12
     let iters = w.iterations.unwrap_or(1).max(1) as u128;
     let s = w.message_bytes as u128;
     let per_group = match w.kind {
-        WorkloadKind::ConnectionMatrix | WorkloadKind::Chakra => return None,
+        WorkloadKind::ConnectionMatrix | WorkloadKind::Chakra | WorkloadKind::Training => {
+            return None
+        }
         WorkloadKind::Permutation => return Some((hosts, s)),
         WorkloadKind::Incast | WorkloadKind::Outcast => {
             let fan = w.fan_in.map_or(capacity.saturating_sub(1), u128::from);

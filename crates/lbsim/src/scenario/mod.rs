@@ -344,6 +344,9 @@ impl ScenarioFile {
             if w.kind == WorkloadKind::Moe {
                 w.fill_moe_defaults();
             }
+            if w.kind == WorkloadKind::Training {
+                w.fill_training_defaults();
+            }
         }
         f
     }

@@ -102,6 +102,11 @@ pub struct CollectiveRecord {
     pub iteration: u32,
     pub layer: Option<u32>,
     pub kind: String,
+    /// A replay with process groups (`training`, or `chakra` with `chakra_comm_groups`): the
+    /// communication class of its group (`tp`, `pp`, `dp`, `ep`, or the group's name up to its
+    /// first `.`); absent otherwise, and then not a column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
     pub ranks: u32,
     pub bytes: u64,
     pub flows: u32,
@@ -159,6 +164,31 @@ pub struct RankRecord {
     /// the network; the two add up to `iteration_ps`.
     pub critical_compute_ps: Option<u64>,
     pub critical_comm_ps: Option<u64>,
+    /// With process groups: `critical_comm_ps` by communication class (exposed
+    /// communication), and the rank's communication time by class (each of its collectives
+    /// from the moment every member has arrived to its own part done, each message it sends
+    /// from send to receipt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exposed_comm_ps: Option<BTreeMap<String, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_ps: Option<BTreeMap<String, u64>>,
+}
+
+/// The slowest rank's iteration split (summary.json's `collectives.chakra.iteration`): its
+/// critical path's compute and exposed communication per class add up to the iteration; the
+/// rank's own communication in flight, and the part of it during which the rank computes.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct IterationSplit {
+    pub rank: u32,
+    pub time_ps: u64,
+    pub compute_ps: u64,
+    pub exposed_comm_ps: BTreeMap<String, u64>,
+    pub exposed_comm_total_ps: u64,
+    /// Time with any of the rank's communication in flight (its collectives from all members
+    /// arrived to its part done, its sends to their receipt; concurrent ones counted once).
+    pub comm_ps: u64,
+    /// Of `comm_ps`, the time the rank also computes: communication hidden behind compute.
+    pub overlap_ps: u64,
 }
 
 /// One collective of a Chakra replay: its node on rank 0 (collectives.csv's `layer` is its
@@ -185,6 +215,9 @@ pub struct ChakraReport {
     pub dropped_deps: u32,
     /// The slowest rank's iteration.
     pub iteration_ps: Option<u64>,
+    /// With process groups: the slowest rank's iteration split (the first such rank).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<IterationSplit>,
 }
 
 /// One layer's routing in a `moe` job (summary.json's `collectives.moe`): the generator's own
@@ -231,6 +264,10 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
             iteration: c.iteration,
             layer: c.layer,
             kind: c.algo.name().to_string(),
+            comm: labels.chakra.as_ref().and_then(|ch| {
+                let i = ch.collective_class.get(out.collectives.len())?;
+                Some(ch.classes[*i as usize].clone())
+            }),
             ranks: c.ranks,
             bytes: c.bytes,
             flows: fl.len() as u32,
@@ -286,7 +323,18 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
         };
         for (r, info) in ch.ranks.iter().enumerate() {
             let t = ch.rank_times(r, &times);
+            let grouped = !ch.classes.is_empty();
+            let comm = if grouped {
+                ch.rank_comm(r, &times)
+            } else {
+                None
+            };
             rep.ranks.push(RankRecord {
+                exposed_comm_ps: t
+                    .as_ref()
+                    .filter(|_| grouped)
+                    .map(|t| t.critical_comm_by_class.clone()),
+                comm_ps: comm,
                 rank: r as u32,
                 host: info.host,
                 trace: info.trace.clone(),
@@ -298,6 +346,26 @@ pub fn report(labels: &Labels, flows: &[FlowRecord]) -> CollectiveReport {
         }
         let all: Option<Vec<u64>> = rep.ranks.iter().map(|r| r.iteration_ps).collect();
         rep.iteration_ps = all.and_then(|v| v.into_iter().max());
+        if !ch.classes.is_empty() {
+            rep.iteration = rep
+                .ranks
+                .iter()
+                .filter(|r| r.iteration_ps.is_some() && r.iteration_ps == rep.iteration_ps)
+                .find_map(|r| {
+                    let exposed = r.exposed_comm_ps.clone()?;
+                    let total: u64 = exposed.values().sum();
+                    let (comm, overlap) = ch.rank_overlap(r.rank as usize, &times)?;
+                    Some(IterationSplit {
+                        rank: r.rank,
+                        time_ps: r.iteration_ps?,
+                        compute_ps: r.critical_compute_ps?,
+                        exposed_comm_ps: exposed,
+                        exposed_comm_total_ps: total,
+                        comm_ps: comm,
+                        overlap_ps: overlap,
+                    })
+                });
+        }
         for (i, (c, (id, name))) in out.collectives.iter().zip(&ch.collective_nodes).enumerate() {
             rep.collectives.push(ChakraCollective {
                 index: i as u32,

@@ -32,6 +32,9 @@ pub enum WorkloadKind {
     /// Mixture-of-Experts expert parallelism: per layer a dispatch all-to-all of tokens to the
     /// GPUs of their routed experts, the experts' compute, then the combine all-to-all back.
     Moe,
+    /// A transformer's training iteration under tensor, pipeline, data (and expert)
+    /// parallelism, generated as a Chakra graph per rank and replayed.
+    Training,
 }
 
 impl WorkloadKind {
@@ -50,6 +53,7 @@ impl WorkloadKind {
             WorkloadKind::Outcast => "outcast",
             WorkloadKind::Chakra => "chakra",
             WorkloadKind::Moe => "moe",
+            WorkloadKind::Training => "training",
         }
     }
 }
@@ -273,6 +277,66 @@ pub struct WorkloadConfig {
     /// same way: DeepEP's internode kernels) (false: every GPU sends to every GPU direct).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub moe_hierarchical: Option<bool>,
+    /// chakra: ASTRA-sim's comm-group JSON file (`{"NAME": [ranks...]}`): a collective
+    /// whose `pg_name` names a group runs over its ranks only; relative paths resolve against
+    /// the scenario file's directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chakra_comm_groups: Option<PathBuf>,
+    /// training: transformer layers (the model's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_layers: Option<u32>,
+    /// training: hidden size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_hidden: Option<u32>,
+    /// training: MLP (SwiGLU) intermediate size of a dense layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_ffn_hidden: Option<u32>,
+    /// training: tokens per sequence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_seq_len: Option<u32>,
+    /// training: sequences per micro-batch (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_micro_batch: Option<u32>,
+    /// training: micro-batches per iteration per pipeline (4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_micro_batches: Option<u32>,
+    /// training: bytes per activation, gradient and weight element on the wire (2: BF16).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_bytes_per_element: Option<u32>,
+    /// training: tensor-parallel ranks (consecutive ranks, inside a server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_tp: Option<u32>,
+    /// training: pipeline stages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_pp: Option<u32>,
+    /// training: data-parallel replicas.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_dp: Option<u32>,
+    /// training, MoE models: expert-parallel ranks (a divisor of training_dp).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_ep: Option<u32>,
+    /// training: weights sharded over the data-parallel group, each layer's all-gathered
+    /// before its first forward and its gradients reduce-scattered (false: all-reduced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_fsdp: Option<bool>,
+    /// training: achieved dense BF16 TFLOP/s per GPU (400).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_tflops: Option<f64>,
+    /// training, MoE models: leading layers with a dense MLP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_dense_layers: Option<u32>,
+    /// training, MoE models: routed experts per MoE layer (0: a dense model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_experts: Option<u32>,
+    /// training, MoE models: experts per token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_top_k: Option<u32>,
+    /// training, MoE models: an expert's intermediate size (routed and shared alike).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_expert_ffn_hidden: Option<u32>,
+    /// training, MoE models: shared experts every token also runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training_shared_experts: Option<u32>,
     /// chakra: the algorithm per collective type (a table: serialized after the plain keys).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chakra_algorithms: Option<ChakraAlgorithms>,
@@ -320,6 +384,25 @@ impl Default for WorkloadConfig {
             moe_layers: None,
             moe_backward: None,
             moe_hierarchical: None,
+            chakra_comm_groups: None,
+            training_layers: None,
+            training_hidden: None,
+            training_ffn_hidden: None,
+            training_seq_len: None,
+            training_micro_batch: None,
+            training_micro_batches: None,
+            training_bytes_per_element: None,
+            training_tp: None,
+            training_pp: None,
+            training_dp: None,
+            training_ep: None,
+            training_fsdp: None,
+            training_tflops: None,
+            training_dense_layers: None,
+            training_experts: None,
+            training_top_k: None,
+            training_expert_ffn_hidden: None,
+            training_shared_experts: None,
         }
     }
 }
@@ -364,6 +447,25 @@ impl WorkloadConfig {
         "moe_layers",
         "moe_backward",
         "moe_hierarchical",
+        "chakra_comm_groups",
+        "training_layers",
+        "training_hidden",
+        "training_ffn_hidden",
+        "training_seq_len",
+        "training_micro_batch",
+        "training_micro_batches",
+        "training_bytes_per_element",
+        "training_tp",
+        "training_pp",
+        "training_dp",
+        "training_ep",
+        "training_fsdp",
+        "training_tflops",
+        "training_dense_layers",
+        "training_experts",
+        "training_top_k",
+        "training_expert_ffn_hidden",
+        "training_shared_experts",
     ];
 
     /// Every `moe_*` key that applies left unset given its default (`lbsim show`).
@@ -391,6 +493,53 @@ impl WorkloadConfig {
         self.moe_layers.get_or_insert(d::MOE_LAYERS);
         self.moe_backward.get_or_insert(d::MOE_BACKWARD);
         self.moe_hierarchical.get_or_insert(d::MOE_HIERARCHICAL);
+    }
+
+    /// Every `training_*` key that applies left unset given its value in effect: the model
+    /// preset's (or the default model's) shape and the defaults (`lbsim show`). An unknown
+    /// preset is left for the run to refuse.
+    pub fn fill_training_defaults(&mut self) {
+        use crate::config::defaults as d;
+        let base = match &self.model {
+            None => workload::training::default_model(),
+            Some(m) => match workload::training::presets().into_iter().find(|p| p.0 == m) {
+                Some(p) => p.1,
+                None => return,
+            },
+        };
+        let layers = *self.training_layers.get_or_insert(base.layers);
+        let u = |x: u64| u32::try_from(x).unwrap_or(u32::MAX);
+        self.training_hidden.get_or_insert(u(base.hidden));
+        self.training_ffn_hidden.get_or_insert(u(base.ffn_hidden));
+        self.training_seq_len.get_or_insert(u(base.seq_len));
+        self.training_micro_batch
+            .get_or_insert(d::TRAINING_MICRO_BATCH);
+        self.training_micro_batches
+            .get_or_insert(d::TRAINING_MICRO_BATCHES);
+        self.training_bytes_per_element
+            .get_or_insert(d::TRAINING_BYTES_PER_ELEMENT);
+        self.training_tp.get_or_insert(d::TRAINING_TP);
+        self.training_pp.get_or_insert(d::TRAINING_PP);
+        let dp = *self.training_dp.get_or_insert(d::TRAINING_DP);
+        self.training_fsdp.get_or_insert(d::TRAINING_FSDP);
+        self.training_tflops.get_or_insert(d::TRAINING_TFLOPS);
+        let experts = *self.training_experts.get_or_insert(base.experts);
+        if experts > 0 {
+            self.training_top_k.get_or_insert(base.top_k);
+            self.training_expert_ffn_hidden
+                .get_or_insert(u(base.expert_ffn_hidden));
+            self.training_shared_experts
+                .get_or_insert(base.shared_experts);
+            self.training_dense_layers
+                .get_or_insert(base.dense_layers.min(layers));
+            let gcd = |mut a: u32, mut b: u32| {
+                while b != 0 {
+                    (a, b) = (b, a % b);
+                }
+                a
+            };
+            self.training_ep.get_or_insert(gcd(dp, experts));
+        }
     }
 
     /// The optional keys that are set, in `OPTION_KEYS` order.
@@ -433,6 +582,25 @@ impl WorkloadConfig {
             self.moe_layers.is_some(),
             self.moe_backward.is_some(),
             self.moe_hierarchical.is_some(),
+            self.chakra_comm_groups.is_some(),
+            self.training_layers.is_some(),
+            self.training_hidden.is_some(),
+            self.training_ffn_hidden.is_some(),
+            self.training_seq_len.is_some(),
+            self.training_micro_batch.is_some(),
+            self.training_micro_batches.is_some(),
+            self.training_bytes_per_element.is_some(),
+            self.training_tp.is_some(),
+            self.training_pp.is_some(),
+            self.training_dp.is_some(),
+            self.training_ep.is_some(),
+            self.training_fsdp.is_some(),
+            self.training_tflops.is_some(),
+            self.training_dense_layers.is_some(),
+            self.training_experts.is_some(),
+            self.training_top_k.is_some(),
+            self.training_expert_ffn_hidden.is_some(),
+            self.training_shared_experts.is_some(),
         ];
         Self::OPTION_KEYS
             .iter()

@@ -2,13 +2,15 @@
 //! derangement: every host sends one message and receives one), `all_to_all` (every ordered
 //! pair), collectives over placed ranks (`collective`: rings, halving-doubling, pairwise
 //! all-to-all, FSDP training), several `[[jobs]]` side by side, `connection_matrix` (htsim's
-//! text format, with triggers) and `chakra` (MLCommons execution traces replayed).
+//! text format, with triggers), `chakra` (MLCommons execution traces replayed) and `training`
+//! (a transformer's training iteration, generated as Chakra traces and replayed).
 
 pub mod chakra;
 pub mod collective;
 pub mod config;
 pub mod connection_matrix;
 pub mod moe;
+pub mod training;
 
 use rand::seq::SliceRandom;
 
@@ -238,6 +240,46 @@ pub fn generate(
                 failed_links: Vec::new(),
             });
         }
+        if w.kind == WorkloadKind::Training {
+            if !file.jobs.is_empty() {
+                return Err(err(
+                    format!("{prefix}.kind"),
+                    "a training workload cannot be one of several `[[jobs]]`".into(),
+                ));
+            }
+            let t = training_traces(w, topo, file, origin)?;
+            let hosts = t.hosts;
+            let start = t.start;
+            let opt = chakra::Options {
+                ranks: None,
+                skip_unknown: false,
+                algorithms: Default::default(),
+                payload_bytes: file.packet.payload_bytes,
+                comm_groups: Some(t.groups),
+            };
+            let named: Vec<(String, Vec<chakra::proto::Node>)> = t
+                .ranks
+                .into_iter()
+                .enumerate()
+                .map(|(r, nodes)| (format!("training rank {r}"), nodes))
+                .collect();
+            let chakra::Replay {
+                flows,
+                deps,
+                mut labels,
+            } = chakra::replay_nodes(&named, &hosts, start, &opt)?;
+            if let Some(j) = labels.jobs.first_mut() {
+                j.kind = "training";
+            }
+            check_span(&flows, &deps, file, topo).map_err(|msg| err("workload".into(), msg))?;
+            return Ok(Workload {
+                flows,
+                deps,
+                labels,
+                ids: Vec::new(),
+                failed_links: Vec::new(),
+            });
+        }
         let spec = resolve(w, topo, file, j as u32, prefix, origin)?;
         let hosts = spec.0;
         let servers = match w.pxn {
@@ -336,9 +378,23 @@ fn chakra_replay(
         skip_unknown: w.chakra_skip_unknown.unwrap_or(false),
         algorithms: w.chakra_algorithms.clone().unwrap_or_default(),
         payload_bytes: file.packet.payload_bytes,
+        comm_groups: None,
     };
     let files = chakra::files(&path)?;
     let ranks = chakra::rank_count(&files, &opt, &path.display().to_string())?;
+    let mut opt = opt;
+    if let Some(g) = &w.chakra_comm_groups {
+        let g = match (&origin.dir, g.is_relative()) {
+            (Some(dir), true) => dir.join(g),
+            _ => g.clone(),
+        };
+        let groups = chakra::CommGroups::load(&g)?;
+        groups.check(Some(ranks)).map_err(|m| ConfigError::Io {
+            path: g.display().to_string(),
+            msg: format!("workload.chakra_comm_groups: {m}"),
+        })?;
+        opt.comm_groups = Some(groups);
+    }
     let gpus = w.gpus_per_host.unwrap_or(1);
     if gpus == 0 {
         return Err(err("gpus_per_host", "must be at least 1".into()));
@@ -352,6 +408,348 @@ fn chakra_replay(
     let hosts = collective::place(topo, placement, ranks, gpus, first, file.seed, 0)
         .map_err(|m| err(key, m))?;
     chakra::replay(&files, &hosts, start, &opt)
+}
+
+/// A `training` workload's graphs, placed: what a run replays and `lbsim export-chakra` writes.
+pub struct TrainingPlan {
+    pub model: training::Model,
+    pub par: training::Parallel,
+    pub ranks: Vec<Vec<chakra::proto::Node>>,
+    pub groups: chakra::CommGroups,
+    /// Rank r's host.
+    pub hosts: Vec<u32>,
+    pub start: SimTime,
+}
+
+/// `[workload]`'s training keys checked, its ranks placed and its graphs generated.
+pub fn training_traces(
+    w: &WorkloadConfig,
+    topo: &Topology,
+    file: &TrafficSpec,
+    origin: &Origin,
+) -> Result<TrainingPlan, ConfigError> {
+    use crate::config::defaults as d;
+    let err = |key: &str, msg: String| ConfigError::Invalid {
+        origin: origin.name.clone(),
+        key: format!("workload.{key}"),
+        msg,
+    };
+    let base = match &w.model {
+        None => training::default_model(),
+        Some(m) => training::presets()
+            .into_iter()
+            .find(|p| p.0 == m)
+            .map(|p| p.1)
+            .ok_or_else(|| {
+                let names: Vec<&str> = training::presets().iter().map(|p| p.0).collect();
+                err(
+                    "model",
+                    format!(
+                        "unknown model `{m}` for kind training; presets: {}",
+                        names.join(", ")
+                    ),
+                )
+            })?,
+    };
+    let positive = |key: &str, v: Option<u32>, default: u64| match v.map_or(default, u64::from) {
+        0 => Err(err(key, "must be at least 1".into())),
+        x => Ok(x),
+    };
+    let layers = positive("training_layers", w.training_layers, base.layers as u64)? as u32;
+    let experts = w.training_experts.unwrap_or(base.experts);
+    let model = training::Model {
+        layers,
+        hidden: positive("training_hidden", w.training_hidden, base.hidden)?,
+        ffn_hidden: positive(
+            "training_ffn_hidden",
+            w.training_ffn_hidden,
+            base.ffn_hidden,
+        )?,
+        seq_len: positive("training_seq_len", w.training_seq_len, base.seq_len)?,
+        experts,
+        top_k: w.training_top_k.unwrap_or(base.top_k),
+        expert_ffn_hidden: w
+            .training_expert_ffn_hidden
+            .map_or(base.expert_ffn_hidden, u64::from),
+        shared_experts: w.training_shared_experts.unwrap_or(base.shared_experts),
+        dense_layers: w
+            .training_dense_layers
+            .unwrap_or(base.dense_layers.min(layers)),
+    };
+    let moe_keys = [
+        ("training_ep", w.training_ep.is_some()),
+        ("training_top_k", w.training_top_k.is_some()),
+        (
+            "training_expert_ffn_hidden",
+            w.training_expert_ffn_hidden.is_some(),
+        ),
+        (
+            "training_shared_experts",
+            w.training_shared_experts.is_some(),
+        ),
+        ("training_dense_layers", w.training_dense_layers.is_some()),
+    ];
+    if experts == 0 {
+        if let Some((k, _)) = moe_keys.iter().find(|k| k.1) {
+            return Err(err(
+                k,
+                "applies only to MoE models (training_experts > 0, e.g. model = \"deepseek_v3\")"
+                    .into(),
+            ));
+        }
+    } else {
+        if model.top_k == 0 || model.top_k > experts {
+            return Err(err(
+                "training_top_k",
+                format!(
+                    "must be 1 to training_experts ({experts}), got {}",
+                    model.top_k
+                ),
+            ));
+        }
+        if model.expert_ffn_hidden == 0 {
+            return Err(err(
+                "training_expert_ffn_hidden",
+                "must be at least 1".into(),
+            ));
+        }
+        if model.dense_layers > layers {
+            return Err(err(
+                "training_dense_layers",
+                format!(
+                    "{} dense layers, but the model has {layers}",
+                    model.dense_layers
+                ),
+            ));
+        }
+    }
+    let tp = positive("training_tp", w.training_tp, d::TRAINING_TP as u64)? as u32;
+    let pp = positive("training_pp", w.training_pp, d::TRAINING_PP as u64)? as u32;
+    let dp = positive("training_dp", w.training_dp, d::TRAINING_DP as u64)? as u32;
+    if pp > layers {
+        return Err(err(
+            "training_pp",
+            format!("{pp} pipeline stages for {layers} layers: a stage needs a layer"),
+        ));
+    }
+    let ep = if experts == 0 {
+        1
+    } else {
+        // Default: the most ranks of a replica group that split the experts evenly.
+        let gcd = |mut a: u32, mut b: u32| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let ep = w.training_ep.unwrap_or(gcd(dp, experts));
+        if ep == 0 || !dp.is_multiple_of(ep) || !experts.is_multiple_of(ep) {
+            return Err(err(
+                "training_ep",
+                format!("must divide training_dp ({dp}) and the experts ({experts}), got {ep}"),
+            ));
+        }
+        ep
+    };
+    let tflops = w.training_tflops.unwrap_or(d::TRAINING_TFLOPS);
+    if !(tflops.is_finite() && tflops > 0.0 && tflops <= 1e6) {
+        return Err(err(
+            "training_tflops",
+            format!("must be a positive number of TFLOP/s up to 1e6, got {tflops}"),
+        ));
+    }
+    let iterations = w.iterations.unwrap_or(1);
+    if iterations == 0 {
+        return Err(err("iterations", "must be at least 1".into()));
+    }
+    let par = training::Parallel {
+        tp,
+        pp,
+        dp,
+        ep,
+        micro_batch: positive(
+            "training_micro_batch",
+            w.training_micro_batch,
+            d::TRAINING_MICRO_BATCH as u64,
+        )?,
+        micro_batches: positive(
+            "training_micro_batches",
+            w.training_micro_batches,
+            d::TRAINING_MICRO_BATCHES as u64,
+        )? as u32,
+        bytes_per_element: positive(
+            "training_bytes_per_element",
+            w.training_bytes_per_element,
+            d::TRAINING_BYTES_PER_ELEMENT as u64,
+        )?,
+        fsdp: w.training_fsdp.unwrap_or(d::TRAINING_FSDP),
+        tflops,
+        iterations,
+        seed: file.seed,
+    };
+    let ranks = tp as u64 * pp as u64 * dp as u64;
+    if ranks < 2 {
+        return Err(err(
+            "training_dp",
+            "tp x pp x dp is 1 rank: nothing crosses the network".into(),
+        ));
+    }
+    // Sizes: every message within what a run may send, and the tags within an i32.
+    let payload = file.packet.payload_bytes;
+    let elem = par.bytes_per_element as u128;
+    let act = par.micro_batch as u128 * model.seq_len as u128 * model.hidden as u128 * elem;
+    let h = model.hidden as u128;
+    let layer_params = 4 * h * h
+        + 3 * h
+            * if experts > 0 {
+                model.expert_ffn_hidden as u128 * (experts + model.shared_experts) as u128
+            } else {
+                0
+            }
+            .max(model.ffn_hidden as u128);
+    let big = |key: &str, what: &str, bytes: u128| -> Result<(), ConfigError> {
+        let b = u64::try_from(bytes).unwrap_or(u64::MAX);
+        limits::check_message(b, payload).map_err(|m| err(key, format!("{what}: {m}")))
+    };
+    big("training_micro_batch", "a micro-batch's activations", act)?;
+    big(
+        "training_micro_batch",
+        "a micro-batch's MoE dispatch",
+        act * model.top_k as u128,
+    )?;
+    big(
+        "training_tp",
+        "a layer's weights on one tp rank",
+        layer_params / tp as u128 * elem,
+    )?;
+    let tags = iterations as u64 * 2 * par.micro_batches as u64
+        + if experts > 0 {
+            iterations as u64 * par.micro_batches as u64 * layers as u64 * 4
+        } else {
+            0
+        };
+    if tags > i32::MAX as u64 {
+        return Err(err(
+            "training_micro_batches",
+            format!("{iterations} iteration(s) x {} micro-batches need {tags} message tags, more than an i32 holds", par.micro_batches),
+        ));
+    }
+    // Nodes: per micro-batch and layer at most 8 on the stream (MoE layers: a send and a
+    // receive per ep peer in each of 4 phases), plus messages and collectives.
+    let per_stage = layers.div_ceil(pp) as u64;
+    let per_layer = 8 + if experts > 0 { 8 * (ep as u64 - 1) } else { 0 };
+    let nodes = ranks
+        * iterations as u64
+        * (par.micro_batches as u64 * (per_stage * per_layer + 4) + per_stage * 3);
+    if nodes > limits::TRAINING_NODES {
+        return Err(err(
+            "training_micro_batches",
+            format!(
+                "{ranks} ranks x {iterations} iteration(s) x {} micro-batches x {per_stage} layers per stage are about {nodes} Chakra nodes, more than the {} a run generates",
+                par.micro_batches,
+                limits::TRAINING_NODES
+            ),
+        ));
+    }
+    if experts > 0 && ep > 1 {
+        // The routing draws, as `moe` counts them: tokens x ep x top_k per layer, for every
+        // MoE layer, micro-batch, iteration and ep group of every stage (tp ranks share them).
+        let tokens = par.micro_batch * model.seq_len;
+        let layer = tokens as u128 * ep as u128 * model.top_k as u128;
+        if tokens > u32::MAX as u64 || layer > limits::MOE_LAYER_DRAWS as u128 {
+            return Err(err(
+                "training_seq_len",
+                format!(
+                    "micro_batch x seq_len = {tokens} tokens x ep {ep} x top_k {} are {layer} \
+                     expert draws in one layer, more than the {} the generator holds at once",
+                    model.top_k,
+                    limits::MOE_LAYER_DRAWS
+                ),
+            ));
+        }
+        let moe_layers = (layers - model.dense_layers.min(layers)) as u128;
+        let draws = layer
+            * moe_layers
+            * par.micro_batches as u128
+            * iterations as u128
+            * (pp as u128 * (dp / ep) as u128);
+        if draws > limits::MOE_DRAWS as u128 {
+            return Err(err(
+                "training_micro_batches",
+                format!(
+                    "{draws} expert draws (tokens x ep x top_k x MoE layers x micro-batches x \
+                     iterations x ep groups), more than the {} the generator makes",
+                    limits::MOE_DRAWS
+                ),
+            ));
+        }
+    }
+    // Every rank's compute in series (its stage's layers, forward and backward, every
+    // micro-batch) must fit in a run's time.
+    let tokens = par.micro_batch as u128 * model.seq_len as u128;
+    let flops: u128 = (0..layers)
+        .map(|l| {
+            let (a, m) = model.forward_flops(l, tokens);
+            3 * (a + m)
+        })
+        .sum::<u128>()
+        * par.micro_batches as u128
+        * iterations as u128;
+    if flops as f64 / (tp as f64 * tflops) >= (limits::TIME_PS / 2) as f64 {
+        return Err(err(
+            "training_tflops",
+            "the compute of an iteration is past the time a run may simulate".into(),
+        ));
+    }
+    let start = start_time(w.start_us).ok_or_else(|| {
+        err(
+            "start_us",
+            "must be a non-negative number of microseconds".into(),
+        )
+    })?;
+    let gpus = w.gpus_per_host.unwrap_or(1);
+    if gpus == 0 {
+        return Err(err("gpus_per_host", "must be at least 1".into()));
+    }
+    let (placement, first) = placement_and_first_host(w, topo).map_err(|(k, m)| err(k, m))?;
+    let hosts = collective::place(topo, placement, ranks as u32, gpus, first, file.seed, 0)
+        .map_err(|m| err("training_dp", format!("tp {tp} x pp {pp} x dp {dp}: {m}")))?;
+    // tp's all-reduces run over NVLink: a tp group must sit in one server.
+    if tp > 1 {
+        if let Ok(runs) = topo.domain_runs() {
+            let mut server = vec![0u32; topo.hosts as usize];
+            for (i, r) in runs.iter().enumerate() {
+                for h in r.clone() {
+                    server[h as usize] = i as u32;
+                }
+            }
+            let most = runs.iter().map(|r| r.len()).max().unwrap_or(1) as u64 * gpus as u64;
+            for g in hosts.chunks(tp as usize) {
+                if g.iter()
+                    .any(|&h| server[h as usize] != server[g[0] as usize])
+                {
+                    return Err(err(
+                        "training_tp",
+                        format!(
+                            "a tensor-parallel group of {tp} ranks (hosts {:?}) spans servers: \
+                             tp must fit in one server (at most {most} GPUs here) and its ranks \
+                             be placed there (placement linear, first_host at a server's start)",
+                            g
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let t = training::generate(&model, &par);
+    Ok(TrainingPlan {
+        model,
+        par,
+        ranks: t.ranks,
+        groups: t.groups,
+        hosts,
+        start,
+    })
 }
 
 /// The workload counted in series (the latest start, every trigger delay, and all data at the
@@ -426,7 +824,25 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
                 "chakra_ranks",
                 "chakra_skip_unknown",
                 "chakra_algorithms",
+                "chakra_comm_groups",
             ]
+        }
+        WorkloadKind::Training => {
+            let own = WorkloadConfig::OPTION_KEYS
+                .iter()
+                .filter(|k| k.starts_with("training_"));
+            return [
+                "model",
+                "gpus_per_host",
+                "placement",
+                "first_host",
+                "iterations",
+                "start_us",
+            ]
+            .iter()
+            .chain(own)
+            .copied()
+            .collect();
         }
         // One group whose size is the fan-in.
         WorkloadKind::Incast | WorkloadKind::Outcast => return [&["fan_in"], PLACE].concat(),
@@ -496,6 +912,7 @@ const ALL_KINDS: &[WorkloadKind] = &[
     WorkloadKind::Outcast,
     WorkloadKind::Chakra,
     WorkloadKind::Moe,
+    WorkloadKind::Training,
 ];
 
 type Resolved = (Vec<u32>, JobWork, u32, u32, SimTime);

@@ -35,7 +35,7 @@ mod tests;
 
 pub use format::{decode, encode, proto};
 pub use replay::{
-    rank_count, replay, replay_nodes, ChakraLabels, Cond, RankInfo, RankTimes, Replay,
+    rank_count, replay, replay_nodes, ChakraLabels, CommSpan, Cond, RankInfo, RankTimes, Replay,
 };
 
 /// The collective kinds replayed.
@@ -55,6 +55,8 @@ enum Op {
         peer: u32,
         bytes: u64,
         tag: i64,
+        /// Its `pg_name`'s group (1 + index in `CommGroups::groups`), for labels only.
+        group: u32,
     },
     Recv {
         peer: u32,
@@ -65,6 +67,9 @@ enum Op {
         kind: Coll,
         comm_type: i64,
         bytes: u64,
+        /// The ranks it runs over: 0 for all of them, else 1 + the index of its `pg_name` in
+        /// `CommGroups::groups`.
+        group: u32,
     },
 }
 
@@ -94,6 +99,72 @@ pub struct Options {
     pub skip_unknown: bool,
     pub algorithms: ChakraAlgorithms,
     pub payload_bytes: u32,
+    /// Process groups by name (`workload.chakra_comm_groups`): a COMM_COLL_NODE whose
+    /// `pg_name` names one runs over its ranks only. None: `pg_name` is not read, every
+    /// collective runs over all ranks.
+    pub comm_groups: Option<CommGroups>,
+}
+
+/// Process groups, as ASTRA-sim's comm-group file gives them: `{"NAME": [ranks...], ...}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommGroups {
+    /// Where they came from, for errors (the file, or the generator).
+    pub source: String,
+    pub groups: BTreeMap<String, Vec<u32>>,
+}
+
+impl CommGroups {
+    /// Reads a comm-group JSON file; errors name the file and the key.
+    pub fn load(path: &Path) -> Result<CommGroups, ConfigError> {
+        let name = path.display().to_string();
+        let io = |msg: String| ConfigError::Io {
+            path: name.clone(),
+            msg: format!("workload.chakra_comm_groups: {msg}"),
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| io(format!("cannot read the comm-group file: {e}")))?;
+        let groups: BTreeMap<String, Vec<u32>> = serde_json::from_str(&text).map_err(|e| {
+            io(format!(
+                "not a comm-group file ({e}): expected {{\"NAME\": [rank, ...], ...}}"
+            ))
+        })?;
+        let g = CommGroups {
+            source: name.clone(),
+            groups,
+        };
+        g.check(None).map_err(io)?;
+        Ok(g)
+    }
+
+    /// Every group non-empty without repeated ranks, and (given the rank count) every rank
+    /// below it.
+    pub fn check(&self, ranks: Option<u32>) -> Result<(), String> {
+        for (name, members) in &self.groups {
+            if members.is_empty() {
+                return Err(format!("group `{name}` has no ranks"));
+            }
+            let mut seen = BTreeSet::new();
+            for &r in members {
+                if !seen.insert(r) {
+                    return Err(format!("group `{name}` lists rank {r} twice"));
+                }
+                if let Some(n) = ranks.filter(|&n| r >= n) {
+                    return Err(format!(
+                        "group `{name}` has rank {r}, but the ranks are 0 to {}",
+                        n - 1
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The JSON text of the groups (as `load` reads it).
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(&self.groups).expect("a map of lists");
+        s.push('\n');
+        s
+    }
 }
 
 /// The trace files `path` names: a file (one rank), a directory of `NAME.RANK.et` files, or a
@@ -197,6 +268,12 @@ fn build_rank(
             return Err(err(n.id, "a second node with this id".into()));
         }
     }
+    let pg_index: BTreeMap<&str, u32> = opt
+        .comm_groups
+        .iter()
+        .flat_map(|g| g.groups.keys().enumerate())
+        .map(|(i, k)| (k.as_str(), i as u32 + 1))
+        .collect();
     let mut skipped = 0;
     let mut dropped_deps = 0;
     let mut ctrls: Vec<Vec<usize>> = Vec::with_capacity(nodes.len());
@@ -233,6 +310,30 @@ fn build_rank(
             let v = need(key)?;
             u32::try_from(v).map_err(|_| err(n.id, format!("`{key}` {v} is not a rank")))
         };
+        // The node's process group, read only when groups are given: 0 for none (all ranks).
+        let pg = || -> Result<u32, ConfigError> {
+            let Some(groups) = &opt.comm_groups else {
+                return Ok(0);
+            };
+            let name = match n.attr("pg_name") {
+                None => return Ok(0),
+                Some(proto::Value::StringVal(s)) => s.clone(),
+                Some(v) => match v.int() {
+                    Some(i) => i.to_string(),
+                    None => return Err(err(n.id, "attribute `pg_name` is not a string".into())),
+                },
+            };
+            match pg_index.get(name.as_str()) {
+                Some(&i) => Ok(i),
+                None => Err(err(
+                    n.id,
+                    format!(
+                        "pg_name `{name}` is not a group of workload.chakra_comm_groups ({})",
+                        groups.source
+                    ),
+                )),
+            }
+        };
         let unknown = |what: String| -> Result<Op, ConfigError> {
             if opt.skip_unknown {
                 Ok(Op::Nop)
@@ -249,7 +350,15 @@ fn build_rank(
         let op = match n.r#type {
             proto::METADATA_NODE => Op::Nop,
             proto::COMP_NODE => {
-                let ps = (n.duration_micros as u128) * 1_000_000;
+                // lbsim's own traces carry the exact duration in picoseconds beside the
+                // schema's whole microseconds.
+                let ps = match int("lbsim_duration_ps")? {
+                    Some(ps) if ps >= 0 => ps as u128,
+                    Some(ps) => {
+                        return Err(err(n.id, format!("`lbsim_duration_ps` {ps} is negative")))
+                    }
+                    None => (n.duration_micros as u128) * 1_000_000,
+                };
                 if ps >= limits::TIME_PS as u128 {
                     return Err(err(
                         n.id,
@@ -275,6 +384,7 @@ fn build_rank(
                 peer: peer("comm_dst")?,
                 bytes: size("comm_size")?,
                 tag: int("comm_tag")?.unwrap_or(0),
+                group: pg()?,
             },
             proto::COMM_RECV_NODE => Op::Recv {
                 peer: peer("comm_src")?,
@@ -319,6 +429,7 @@ fn build_rank(
                         kind,
                         comm_type: t,
                         bytes,
+                        group: pg()?,
                     },
                     None => {
                         skipped += 1;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{build_rank, proto, read_rank, Coll, Op, Options, RankTrace, TNode};
+use super::{build_rank, proto, read_rank, Coll, CommGroups, Op, Options, RankTrace, TNode};
 use crate::config::ConfigError;
 use crate::ids::HostId;
 use crate::time::SimTime;
@@ -223,9 +223,32 @@ pub struct ChakraLabels {
     gates: Vec<Vec<Term>>,
     pub skipped_nodes: u32,
     pub dropped_deps: u32,
-    /// Per collective (as in `Labels::collectives`): the Chakra node id on rank 0 and its name.
+    /// Per collective (as in `Labels::collectives`): the Chakra node id on its group's first
+    /// rank and its name.
     pub collective_nodes: Vec<(u64, String)>,
     pub start: SimTime,
+    /// With process groups (else empty): communication classes, a group's name up to its
+    /// first `.` (`tp.3` is `tp`), `all` for collectives over every rank and `p2p` for
+    /// messages without a `pg_name`.
+    pub classes: Vec<String>,
+    /// Per flow, its class (an index in `classes`); empty without groups.
+    pub flow_class: Vec<u16>,
+    /// Per collective, its class; empty without groups.
+    pub collective_class: Vec<u16>,
+    /// Each rank's communication operations, for its communication time per class.
+    pub spans: Vec<CommSpan>,
+    /// With groups: each compute node of each rank, (rank, its end, its duration).
+    compute_spans: Vec<(u32, Cond, SimTime)>,
+}
+
+/// One communication operation of one rank: a collective from the moment all its members have
+/// arrived to the rank's part done, or a message from its send to its receipt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommSpan {
+    pub rank: u32,
+    pub class: u16,
+    begin: Cond,
+    end: Cond,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -245,9 +268,72 @@ pub struct RankTimes {
     /// Compute and communication along the rank's critical path (they add up to `iteration`).
     pub critical_compute: u64,
     pub critical_comm: u64,
+    /// With process groups: `critical_comm` by class (they add up to it); else empty.
+    pub critical_comm_by_class: BTreeMap<String, u64>,
 }
 
 impl ChakraLabels {
+    /// The index of class `name`, added if new.
+    fn class(&mut self, name: &str) -> u16 {
+        match self.classes.iter().position(|x| x == name) {
+            Some(i) => i as u16,
+            None => {
+                self.classes.push(name.to_string());
+                (self.classes.len() - 1) as u16
+            }
+        }
+    }
+
+    /// Rank `r`'s time with any of its communication in flight, and of that the time it also
+    /// computes (communication hidden behind compute). None if a span never finished.
+    pub fn rank_overlap(&self, r: usize, times: &[(u64, Option<u64>)]) -> Option<(u64, u64)> {
+        let finish: Vec<Option<u64>> = times.iter().map(|t| t.1).collect();
+        let mut comm: Vec<(u64, u64)> = Vec::new();
+        for s in self.spans.iter().filter(|s| s.rank as usize == r) {
+            comm.push((s.begin.eval(&finish)?, s.end.eval(&finish)?));
+        }
+        let mut comp: Vec<(u64, u64)> = Vec::new();
+        for (q, e, d) in &self.compute_spans {
+            if *q as usize == r {
+                let e = e.eval(&finish)?;
+                comp.push((e.saturating_sub(d.ps()), e));
+            }
+        }
+        let (comm, comp) = (merge(comm), merge(comp));
+        let busy = comm.iter().map(|(a, b)| b - a).sum();
+        // Both lists sorted and disjoint: walk them together.
+        let (mut i, mut j, mut both) = (0, 0, 0u64);
+        while i < comm.len() && j < comp.len() {
+            let (a, b) = (comm[i].0.max(comp[j].0), comm[i].1.min(comp[j].1));
+            if a < b {
+                both += b - a;
+            }
+            if comm[i].1 < comp[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        Some((busy, both))
+    }
+
+    /// Rank `r`'s communication time per class: its operations' spans summed (operations of
+    /// one class that overlap each count in full). None if one never finished.
+    pub fn rank_comm(
+        &self,
+        r: usize,
+        times: &[(u64, Option<u64>)],
+    ) -> Option<BTreeMap<String, u64>> {
+        let finish: Vec<Option<u64>> = times.iter().map(|t| t.1).collect();
+        let mut out = BTreeMap::new();
+        for s in self.spans.iter().filter(|s| s.rank as usize == r) {
+            let (b, e) = (s.begin.eval(&finish)?, s.end.eval(&finish)?);
+            *out.entry(self.classes[s.class as usize].clone())
+                .or_insert(0u64) += e.saturating_sub(b);
+        }
+        Some(out)
+    }
+
     /// Rank `r`'s times given every flow's (start, finish); None if a flow it needs never
     /// finished.
     pub fn rank_times(&self, r: usize, times: &[(u64, Option<u64>)]) -> Option<RankTimes> {
@@ -255,6 +341,7 @@ impl ChakraLabels {
         let start = self.start.ps();
         let end = self.ranks[r].end.eval(&finish)?;
         let (mut compute, mut comm) = (0u64, 0u64);
+        let mut by_class: BTreeMap<String, u64> = BTreeMap::new();
         let mut terms: &[Term] = &self.ranks[r].end.0;
         let mut at = end;
         loop {
@@ -269,6 +356,9 @@ impl ChakraLabels {
             }) else {
                 // The flow started after its gate held (cannot happen): count it as waiting.
                 comm += at.saturating_sub(start);
+                if !self.flow_class.is_empty() {
+                    *by_class.entry("wait".into()).or_default() += at.saturating_sub(start);
+                }
                 break;
             };
             compute += d.ps();
@@ -282,6 +372,11 @@ impl ChakraLabels {
             };
             let (s, e) = (times[f as usize].0, finish[f as usize].unwrap_or(0));
             comm += e - s;
+            if let Some(&c) = self.flow_class.get(f as usize) {
+                *by_class
+                    .entry(self.classes[c as usize].clone())
+                    .or_default() += e - s;
+            }
             at = s;
             terms = &self.gates[f as usize];
             if terms.iter().all(|t| t.0.is_empty()) {
@@ -294,8 +389,23 @@ impl ChakraLabels {
             iteration: end - start,
             critical_compute: compute,
             critical_comm: comm,
+            critical_comm_by_class: by_class,
         })
     }
+}
+
+/// Intervals sorted and merged where they overlap or touch.
+fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.retain(|(a, b)| b > a);
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(l) if a <= l.1 => l.1 = l.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }
 
 /// A Chakra workload: flows, dependencies, and labels for collectives and ranks.
@@ -337,7 +447,7 @@ pub fn replay(
         .iter()
         .map(|p| read_rank(p, opt, spmd))
         .collect::<Result<_, _>>()?;
-    run(&traces, hosts, start)
+    run(&traces, hosts, start, opt.comm_groups.as_ref())
 }
 
 /// Replays in-memory traces (one per rank, or one for all ranks): for tests and tools.
@@ -352,63 +462,125 @@ pub fn replay_nodes(
         .iter()
         .map(|(name, nodes)| build_rank(nodes.clone(), name, opt, spmd))
         .collect::<Result<_, _>>()?;
-    run(&traces, hosts, start)
+    run(&traces, hosts, start, opt.comm_groups.as_ref())
 }
 
 #[allow(clippy::needless_range_loop)] // ranks index several vectors at once
-fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, ConfigError> {
+fn run(
+    traces: &[RankTrace],
+    hosts: &[u32],
+    start: SimTime,
+    groups: Option<&CommGroups>,
+) -> Result<Replay, ConfigError> {
     let n = hosts.len();
     let trace = |r: usize| &traces[if traces.len() == 1 { 0 } else { r }];
     let err = |r: usize, id: u64, msg: String| ConfigError::Io {
         path: trace(r).path.clone(),
         msg: format!("node id {id}: {msg}"),
     };
-    // Each rank's collectives in its dependency order.
-    let colls: Vec<Vec<usize>> = (0..n)
-        .map(|r| {
-            let t = trace(r);
-            (0..t.nodes.len())
-                .filter(|&i| matches!(t.nodes[i].op, Op::Coll { .. }))
-                .collect()
-        })
-        .collect();
-    for r in 1..n {
-        if colls[r].len() != colls[0].len() {
-            return Err(ConfigError::Io {
-                path: trace(r).path.clone(),
-                msg: format!(
-                    "{} collectives, but {} has {}: every rank runs the same collectives",
-                    colls[r].len(),
-                    trace(0).path,
-                    colls[0].len()
-                ),
-            });
+    // Group 0 is every rank; group 1 + i is the i-th named process group.
+    let mut members: Vec<Vec<usize>> = vec![(0..n).collect()];
+    let mut names: Vec<&str> = vec![""];
+    if let Some(g) = groups {
+        g.check(Some(n as u32)).map_err(|m| ConfigError::Io {
+            path: g.source.clone(),
+            msg: format!("workload.chakra_comm_groups: {m}"),
+        })?;
+        for (name, m) in &g.groups {
+            members.push(m.iter().map(|&r| r as usize).collect());
+            names.push(name);
         }
     }
-    for (k, &i0) in colls[0].iter().enumerate() {
-        let Op::Coll {
-            comm_type: t0,
-            bytes: b0,
-            ..
-        } = trace(0).nodes[i0].op
-        else {
-            unreachable!()
-        };
-        for r in 1..n {
-            let node = &trace(r).nodes[colls[r][k]];
-            if let Op::Coll {
-                comm_type, bytes, ..
-            } = node.op
-            {
-                if (comm_type, bytes) != (t0, b0) {
-                    return Err(err(
-                        r,
-                        node.id,
-                        format!(
-                            "collective {k} of the trace is comm_type {comm_type} of {bytes} \
-                             bytes here, comm_type {t0} of {b0} bytes on rank 0"
-                        ),
-                    ));
+    let gid = |op: &Op| match op {
+        Op::Coll { group, .. } => *group as usize,
+        _ => unreachable!("collectives only"),
+    };
+    // Per group, per member (in the group's order), its collectives in dependency order.
+    let mut colls: Vec<Vec<Vec<usize>>> =
+        members.iter().map(|m| vec![Vec::new(); m.len()]).collect();
+    let position: Vec<BTreeMap<usize, usize>> = members
+        .iter()
+        .map(|m| m.iter().enumerate().map(|(p, &r)| (r, p)).collect())
+        .collect();
+    for r in 0..n {
+        let t = trace(r);
+        for i in 0..t.nodes.len() {
+            if !matches!(t.nodes[i].op, Op::Coll { .. }) {
+                continue;
+            }
+            let g = gid(&t.nodes[i].op);
+            let Some(&p) = position[g].get(&r) else {
+                return Err(err(
+                    r,
+                    t.nodes[i].id,
+                    format!(
+                        "a collective of group `{}`, which does not have rank {r} ({})",
+                        names[g],
+                        groups.map_or("", |g| g.source.as_str())
+                    ),
+                ));
+            };
+            colls[g][p].push(i);
+        }
+    }
+    for (g, m) in members.iter().enumerate() {
+        let r0 = m[0];
+        for (p, &r) in m.iter().enumerate().skip(1) {
+            if colls[g][p].len() != colls[g][0].len() {
+                let what = if g == 0 {
+                    "every rank runs the same collectives".to_string()
+                } else {
+                    format!(
+                        "every rank of group `{}` runs the same collectives",
+                        names[g]
+                    )
+                };
+                let of = if g == 0 {
+                    String::new()
+                } else {
+                    format!(" of group `{}`", names[g])
+                };
+                return Err(ConfigError::Io {
+                    path: trace(r).path.clone(),
+                    msg: format!(
+                        "{} collectives{of}, but {} has {}: {what}",
+                        colls[g][p].len(),
+                        trace(r0).path,
+                        colls[g][0].len()
+                    ),
+                });
+            }
+        }
+        for (k, &i0) in colls[g][0].iter().enumerate() {
+            let Op::Coll {
+                comm_type: t0,
+                bytes: b0,
+                ..
+            } = trace(r0).nodes[i0].op
+            else {
+                unreachable!()
+            };
+            for (p, &r) in m.iter().enumerate().skip(1) {
+                let node = &trace(r).nodes[colls[g][p][k]];
+                if let Op::Coll {
+                    comm_type, bytes, ..
+                } = node.op
+                {
+                    if (comm_type, bytes) != (t0, b0) {
+                        let of = if g == 0 {
+                            String::new()
+                        } else {
+                            format!(" of group `{}`", names[g])
+                        };
+                        return Err(err(
+                            r,
+                            node.id,
+                            format!(
+                                "collective {k}{of} of the trace is comm_type {comm_type} of \
+                                 {bytes} bytes here, comm_type {t0} of {b0} bytes on rank {r0}"
+                            ),
+                        ));
+                    }
                 }
             }
         }
@@ -419,14 +591,42 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
         start,
         ..ChakraLabels::default()
     };
+    // With groups: each flow's and collective's class (its group's name up to the first `.`).
+    let mut class_of_group: Vec<u16> = Vec::new();
+    if groups.is_some() {
+        for (g, name) in names.iter().enumerate() {
+            let c = if g == 0 {
+                "all"
+            } else {
+                name.split('.').next().unwrap_or(name)
+            };
+            let i = match chakra.classes.iter().position(|x| x == c) {
+                Some(i) => i,
+                None => {
+                    chakra.classes.push(c.to_string());
+                    chakra.classes.len() - 1
+                }
+            };
+            class_of_group.push(i as u16);
+        }
+    }
     // Per rank: each node's completion, dependencies left, and which collective a node is.
     let mut done: Vec<Vec<Option<Cond>>> =
         (0..n).map(|r| vec![None; trace(r).nodes.len()]).collect();
-    let mut coll_of: Vec<BTreeMap<usize, usize>> = (0..n)
-        .map(|r| colls[r].iter().enumerate().map(|(k, &i)| (i, k)).collect())
+    let mut coll_of: Vec<BTreeMap<usize, usize>> = vec![BTreeMap::new(); n];
+    for (g, m) in members.iter().enumerate() {
+        for (p, &r) in m.iter().enumerate() {
+            for (k, &i) in colls[g][p].iter().enumerate() {
+                coll_of[r].insert(i, k);
+            }
+        }
+    }
+    // Per group, per collective: each member's start once it has arrived.
+    let mut arrived: Vec<Vec<Vec<Option<Cond>>>> = members
+        .iter()
+        .enumerate()
+        .map(|(g, m)| vec![vec![None; m.len()]; colls[g][0].len()])
         .collect();
-    // Per collective: each rank's start once it has arrived.
-    let mut arrived: Vec<Vec<Option<Cond>>> = vec![vec![None; n]; colls[0].len()];
     // Sends by (src, dst, tag): their completions in order; receives taken so far.
     let mut sends: BTreeMap<(u32, u32, i64), Vec<Cond>> = BTreeMap::new();
     let mut taken: BTreeMap<(u32, u32, i64), usize> = BTreeMap::new();
@@ -440,7 +640,7 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
         c
     };
     // Nodes run in each rank's dependency order; a rank stops at a receive whose send has not
-    // been replayed or a collective not every rank has reached, and the others go on.
+    // been replayed or a collective not every member has reached, and the others go on.
     loop {
         let mut progress = false;
         for r in 0..n {
@@ -451,8 +651,19 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
                 let c = dep_cond(&gen, &done[r], node);
                 let out = match &node.op {
                     Op::Nop => c,
-                    Op::Comp(d) => c.then(*d),
-                    Op::Send { peer, bytes, tag } => {
+                    Op::Comp(d) => {
+                        let e = c.then(*d);
+                        if groups.is_some() && *d > SimTime::ZERO {
+                            chakra.compute_spans.push((r as u32, e.clone(), *d));
+                        }
+                        e
+                    }
+                    Op::Send {
+                        peer,
+                        bytes,
+                        tag,
+                        group,
+                    } => {
                         if *peer as usize >= n || *peer as usize == r {
                             return Err(err(
                                 r,
@@ -460,7 +671,24 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
                                 format!("sends to rank {peer}, but the ranks are 0 to {}", n - 1),
                             ));
                         }
+                        let first = gen.flows.len();
                         let f = gen.send(hosts[r], hosts[*peer as usize], *bytes, &c);
+                        if groups.is_some() {
+                            let cl = if *group == 0 {
+                                chakra.class("p2p")
+                            } else {
+                                class_of_group[*group as usize]
+                            };
+                            chakra.flow_class.resize(gen.flows.len(), cl);
+                            if gen.flows.len() > first {
+                                chakra.spans.push(CommSpan {
+                                    rank: r as u32,
+                                    class: cl,
+                                    begin: c.clone(),
+                                    end: f.clone(),
+                                });
+                            }
+                        }
                         sends
                             .entry((r as u32, *peer, *tag))
                             .or_default()
@@ -487,21 +715,28 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
                         taken.insert(key, k + 1);
                         gen.join(&c, &s)
                     }
-                    Op::Coll { kind, bytes, .. } => {
+                    Op::Coll {
+                        kind, bytes, group, ..
+                    } => {
+                        let g = *group as usize;
+                        let m = &members[g];
                         let k = coll_of[r][&i];
-                        if arrived[k][r].is_none() {
-                            arrived[k][r] = Some(c);
+                        let p = position[g][&r];
+                        if arrived[g][k][p].is_none() {
+                            arrived[g][k][p] = Some(c);
                         }
-                        if arrived[k].iter().any(Option::is_none) {
+                        if arrived[g][k].iter().any(Option::is_none) {
                             break;
                         }
-                        // Every rank has arrived: expand it, and every rank moves past it.
+                        // Every member has arrived: expand it, and every member moves past it.
+                        let gn = m.len();
                         let starts: Vec<Cond> =
-                            arrived[k].iter().map(|c| c.clone().unwrap()).collect();
+                            arrived[g][k].iter().map(|c| c.clone().unwrap()).collect();
+                        let ghosts: Vec<u32> = m.iter().map(|&q| hosts[q]).collect();
                         let first = gen.flows.len() as u32;
                         let mut tr = CollTransfers {
                             gen: &mut gen,
-                            hosts,
+                            hosts: &ghosts,
                             done: starts.clone(),
                         };
                         let (algo, label_bytes) = match *kind {
@@ -510,17 +745,17 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
                                     .iter()
                                     .skip(1)
                                     .fold(starts[0].clone(), |a, b| tr.gen.join(&a, b));
-                                tr.done = vec![all; n];
+                                tr.done = vec![all; gn];
                                 (None, 0)
                             }
                             Coll::Algo(a) => {
-                                if a == Algo::HalvingDoublingAllreduce && !n.is_power_of_two() {
+                                if a == Algo::HalvingDoublingAllreduce && !gn.is_power_of_two() {
                                     return Err(err(
                                         r,
                                         node.id,
                                         format!(
                                             "halving-doubling all-reduce needs a power-of-two \
-                                             number of ranks, not {n} (workload.\
+                                             number of ranks, not {gn} (workload.\
                                              chakra_algorithms.all_reduce)"
                                         ),
                                     ));
@@ -533,11 +768,11 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
                                         | Algo::AllToAllShifted
                                         | Algo::AllToAllPairwise
                                 ) {
-                                    bytes.div_ceil(n as u64)
+                                    bytes.div_ceil(gn as u64)
                                 } else {
                                     *bytes
                                 };
-                                if b > 0 {
+                                if b > 0 && (g == 0 || gn > 1) {
                                     collective::schedule(&mut tr, a, b, &starts);
                                 }
                                 (Some(a), b)
@@ -545,24 +780,46 @@ fn run(traces: &[RankTrace], hosts: &[u32], start: SimTime) -> Result<Replay, Co
                         };
                         let ends = std::mem::take(&mut tr.done);
                         let range = first..gen.flows.len() as u32;
+                        if groups.is_some() {
+                            let cl = class_of_group[g];
+                            chakra.flow_class.resize(gen.flows.len(), cl);
+                            if !range.is_empty() {
+                                let begin = starts
+                                    .iter()
+                                    .skip(1)
+                                    .fold(starts[0].clone(), |a, b| gen.join(&a, b));
+                                for (q, e) in m.iter().zip(&ends) {
+                                    chakra.spans.push(CommSpan {
+                                        rank: *q as u32,
+                                        class: cl,
+                                        begin: begin.clone(),
+                                        end: e.clone(),
+                                    });
+                                }
+                            }
+                        }
                         if let Some(algo) = algo {
                             labels.collectives.push(CollectiveInfo {
                                 job: 0,
-                                group: 0,
+                                group: g as u32,
                                 iteration: 0,
                                 layer: Some(k as u32),
                                 algo,
-                                ranks: n as u32,
+                                ranks: gn as u32,
                                 bytes: label_bytes,
                                 flows: range,
                                 compute_before: SimTime::ZERO,
                                 bound: SimTime::ZERO,
                             });
-                            let n0 = &trace(0).nodes[colls[0][k]];
+                            let n0 = &trace(m[0]).nodes[colls[g][0][k]];
                             chakra.collective_nodes.push((n0.id, n0.name.clone()));
+                            if groups.is_some() {
+                                chakra.collective_class.push(class_of_group[g]);
+                            }
                         }
-                        for (q, e) in ends.into_iter().enumerate() {
-                            let iq = colls[q][k];
+                        for (p, e) in ends.into_iter().enumerate() {
+                            let q = m[p];
+                            let iq = colls[g][p][k];
                             done[q][iq] = Some(e);
                             if q != r && next[q] == iq {
                                 next[q] += 1;

@@ -18,6 +18,7 @@ fn opt() -> Options {
         skip_unknown: false,
         algorithms: ChakraAlgorithms::default(),
         payload_bytes: 4096,
+        comm_groups: None,
     }
 }
 
