@@ -148,19 +148,33 @@ pub fn chakra(a: ChakraExportArgs) -> Result<()> {
     };
     std::fs::create_dir_all(&a.out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", a.out.display()))?;
-    // Files of an earlier export to the same directory that this one does not overwrite
-    // would be read as more ranks: remove them.
+    // Ranks of an earlier export under the same name that this one does not overwrite would
+    // be read as more ranks: remove them. Rank traces under another name are someone else's:
+    // refuse rather than delete them (a replay of the directory would mix the two).
+    let mut stale = Vec::new();
     for e in std::fs::read_dir(&a.out)? {
         let e = e?;
         let f = e.file_name().to_string_lossy().into_owned();
-        let stale = f
+        let Some((prefix, r)) = f
             .strip_suffix(".et")
             .and_then(|s| s.rsplit_once('.'))
-            .and_then(|(_, r)| r.parse::<usize>().ok())
-            .is_some_and(|r| r >= ranks.len() || !f.starts_with(&format!("{name}.")));
-        if stale {
-            std::fs::remove_file(e.path())?;
+            .and_then(|(p, r)| Some((p.to_string(), r.parse::<usize>().ok()?)))
+        else {
+            continue;
+        };
+        if prefix != name {
+            bail!(
+                "{} holds other rank traces ({f}); a replay of the directory would read them \
+                 with these: export to an empty directory or remove them",
+                a.out.display()
+            );
         }
+        if r >= ranks.len() {
+            stale.push(e.path());
+        }
+    }
+    for p in stale {
+        std::fs::remove_file(p)?;
     }
     for (r, bytes) in ranks.iter().enumerate() {
         output::write_atomic(&a.out.join(format!("{name}.{r}.et")), bytes)?;

@@ -737,6 +737,12 @@ fn export_chakra_writes_a_training_run_that_replays_to_the_same_outputs() {
     args.extend(["--set", "workload.training_dp=1"]);
     assert!(lbsim(&args).status.success());
     assert_eq!(std::fs::read_dir(&et).unwrap().count(), 5);
+    // Another name's rank traces there are refused, not deleted.
+    let theirs = et.join("mine.0.et");
+    std::fs::write(&theirs, b"x").unwrap();
+    fails_with(lbsim(&args), &["other rank traces", "mine.0.et"]);
+    assert!(theirs.exists());
+    std::fs::remove_file(&theirs).unwrap();
     fails_with(
         lbsim(&["export-chakra", "--out", et.to_str().unwrap()]),
         &["export-chakra", "`permutation`"],
