@@ -143,6 +143,8 @@ pub mod defaults {
     /// library's (NCCL's effective count follows its peer-to-peer channels,
     /// NCCL_MAX_P2P_NCHANNELS over NCCL_NCHANNELS_PER_NET_PEER, and varies by version).
     pub const ALL_TO_ALL_CONCURRENCY: u32 = 8;
+    /// `workload.pxn_chunk_bytes`: NCCL's NCCL_P2P_NET_CHUNKSIZE default, 128 KiB.
+    pub const PXN_CHUNK_BYTES: u64 = 131072;
     /// `workload.training_tp`, `training_pp`, `training_dp`: a small layout (8 ranks).
     pub const TRAINING_TP: u32 = 2;
     pub const TRAINING_PP: u32 = 2;

@@ -810,3 +810,42 @@ fn bad_zone_keys_are_refused_by_name() {
         assert!(e.contains(key), "{sets:?}: {e}");
     }
 }
+
+#[test]
+fn pxn_sends_each_chunk_on_as_it_lands() {
+    // 256 KiB from GPU 1 (server 0, rail 1) to GPU 2 (server 1, rail 0) under PXN. Whole, it
+    // crosses NVLink to GPU 0 and then GPU 0's NIC: the two legs' times in a row. In 64 KiB
+    // chunks NVLink hands them over one after another and GPU 0's NIC starts on the first as
+    // soon as it lands, its 64 packets then back to back: the first chunk's NVLink time, the
+    // NIC's 64 packets, and the last one's hop from the rail leaf.
+    let (nic, nv) = (332_640u64, 20_790u64);
+    let one = |chunk: &str| {
+        let c = format!("workload.pxn_chunk_bytes={chunk}");
+        let sim = run(two_by_two(&[
+            "workload.kind=outcast",
+            "workload.fan_in=1",
+            "workload.first_host=1",
+            "workload.message_bytes=262144",
+            "workload.pxn=true",
+            &c,
+        ]));
+        check_conservation_of(&sim, chunk);
+        (sim.flows().len(), sim.summary().cct_ps.unwrap())
+    };
+    let whole = (2 * (nv + 25_000) + 63 * nv) + (2 * (nic + 1_000_000) + 63 * nic);
+    assert_eq!(one("0"), (2, whole));
+    assert_eq!(one("262144"), (2, whole));
+    let first = 2 * (nv + 25_000) + 15 * nv;
+    assert_eq!(one("65536"), (8, first + 65 * nic + 2 * 1_000_000));
+    let e = build_err_ai(&[
+        "workload.kind=all_to_all",
+        "workload.pxn=true",
+        "workload.pxn_chunk_bytes=100",
+    ]);
+    assert!(e.contains("workload.pxn_chunk_bytes"), "{e}");
+    let e = build_err_ai(&["workload.kind=all_to_all", "workload.pxn_chunk_bytes=65536"]);
+    assert!(
+        e.contains("workload.pxn_chunk_bytes") && e.contains("pxn = true"),
+        "{e}"
+    );
+}

@@ -217,6 +217,9 @@ pub struct Builder {
     servers: Option<Vec<(u32, u32)>>,
     /// Rings split over this many channels (0 or 1: one ring).
     channels: u32,
+    /// PXN: a relayed transfer goes in chunks of this many bytes, each sent on by the relay as
+    /// it lands (0: the whole message, then on).
+    pxn_chunk: u64,
 }
 
 impl Builder {
@@ -252,6 +255,11 @@ impl Builder {
         });
     }
 
+    /// From now on PXN relays in chunks of `bytes` (0: whole messages).
+    pub fn pxn_chunk(&mut self, bytes: u64) {
+        self.pxn_chunk = bytes;
+    }
+
     /// From now on rings run as `c` channels, each over S/c (see [`channel_order`]).
     pub fn channels(&mut self, c: u32) {
         self.channels = c;
@@ -270,8 +278,21 @@ impl Builder {
             let ((fs, ns), (fd, _)) = (d[src as usize], d[dst as usize]);
             let relay = fs + (dst - fd);
             if fs != fd && src - fs != dst - fd && dst - fd < ns {
-                let there = self.direct(src, relay, bytes, cond);
-                return self.direct(relay, dst, bytes, &there);
+                let chunk = self.pxn_chunk;
+                if chunk == 0 || bytes <= chunk {
+                    let there = self.direct(src, relay, bytes, cond);
+                    return self.direct(relay, dst, bytes, &there);
+                }
+                // NVLink carries the chunks one after another into the relay's buffer; the
+                // relay's NIC sends each on as it lands.
+                let mut landed = cond.clone();
+                let mut legs = Vec::new();
+                for i in 0..bytes.div_ceil(chunk) {
+                    let b = chunk.min(bytes - i * chunk);
+                    landed = self.direct(src, relay, b, &landed);
+                    legs.push(self.direct(relay, dst, b, &landed));
+                }
+                return Cond::join(&legs);
             }
         }
         self.direct(src, dst, bytes, cond)

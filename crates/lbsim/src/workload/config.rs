@@ -178,6 +178,10 @@ pub struct WorkloadConfig {
     /// by that GPU's NIC (NCCL's PXN) (false).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pxn: Option<bool>,
+    /// PXN: the relay sends a transfer on in chunks of this many bytes as each lands over
+    /// NVLink (`defaults::PXN_CHUNK_BYTES`; 0: the whole transfer lands first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pxn_chunk_bytes: Option<u64>,
     /// Rings (ring collectives and fsdp): channels, each a ring over S / channels whose order
     /// follows the servers (leaving each server on the rail it enters the next by, a
     /// different rail per channel, as NCCL builds its rings) (1: one ring in rank order).
@@ -354,6 +358,7 @@ impl Default for WorkloadConfig {
             placement: None,
             first_host: None,
             pxn: None,
+            pxn_chunk_bytes: None,
             channels: None,
             all_to_all_algorithm: None,
             all_to_all_concurrency: None,
@@ -417,6 +422,7 @@ impl WorkloadConfig {
         "placement",
         "first_host",
         "pxn",
+        "pxn_chunk_bytes",
         "channels",
         "all_to_all_algorithm",
         "all_to_all_concurrency",
@@ -552,6 +558,7 @@ impl WorkloadConfig {
             self.placement.is_some(),
             self.first_host.is_some(),
             self.pxn.is_some(),
+            self.pxn_chunk_bytes.is_some(),
             self.channels.is_some(),
             self.all_to_all_algorithm.is_some(),
             self.all_to_all_concurrency.is_some(),

@@ -290,6 +290,26 @@ pub fn generate(
             _ => None,
         };
         b.relay_by_rail(servers.as_deref());
+        let chunk = w
+            .pxn_chunk_bytes
+            .unwrap_or(crate::config::defaults::PXN_CHUNK_BYTES);
+        if w.pxn_chunk_bytes.is_some() && w.pxn != Some(true) {
+            return Err(err(
+                format!("{prefix}.pxn_chunk_bytes"),
+                "applies only with pxn = true".into(),
+            ));
+        }
+        if chunk != 0 && chunk < file.packet.payload_bytes as u64 {
+            return Err(err(
+                format!("{prefix}.pxn_chunk_bytes"),
+                format!(
+                    "must be 0 (whole transfers) or at least a packet's payload ({} bytes), got \
+                     {chunk}",
+                    file.packet.payload_bytes
+                ),
+            ));
+        }
+        b.pxn_chunk(chunk);
         b.servers(topo.domain_runs().ok().as_deref());
         b.channels(w.channels.unwrap_or(1));
         collective::job(
@@ -808,6 +828,7 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
         "placement",
         "first_host",
         "pxn",
+        "pxn_chunk_bytes",
         "iterations",
         "start_us",
     ];
