@@ -348,8 +348,9 @@ fn all_cases(dir: &Path) -> Vec<(String, Vec<String>)> {
 /// starts in different partitions (a pairwise round, or a limited all-to-all's next message,
 /// waits for a send's receipt at the peer; FSDP's next gather waits for the whole previous
 /// one; the trace's second trigger starts a flow at another pod's host on send completion);
-/// failure-aware rates follow which flows are sending, which one world sees; the partitioner
-/// cuts a GPU server's 25 ns NVLink, shorter than a window (it should keep servers whole).
+/// failure-aware rates follow which flows are sending, which one world sees. The two GPU
+/// cases partition, but into their two units (a server's GPUs span a unit's rail leaves,
+/// kept whole with their NVLink), fewer than the thread counts asked.
 const SINGLE: &[&str] = &[
     "coll-pairwise",
     "coll-a2a-limited",

@@ -849,3 +849,32 @@ fn pxn_sends_each_chunk_on_as_it_lands() {
         "{e}"
     );
 }
+
+#[test]
+fn partitions_keep_each_server_whole_with_its_rail_leaves() {
+    // A server's 8 GPUs reach 8 rail leaves of their unit; cutting its NVLink (25 ns, shorter
+    // than any window) would leave the run on one thread. The blocks are the 4 units.
+    let path = format!(
+        "{}/../../scenarios/rail-optimized-1024.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sc = scenario_toml(&std::fs::read_to_string(path).unwrap(), &[]);
+    let t = &sc.topology;
+    let (n, host, switch) = t.partition_groups();
+    assert_eq!(n, 4);
+    for h in 0..1024u32 {
+        assert_eq!(host[h as usize], h / 256, "host {h}");
+    }
+    // Every link but a leaf's to a spine joins one block.
+    for l in &t.links {
+        let of = |node: lbsim::ids::NodeId| match node {
+            lbsim::ids::NodeId::Host(h) => Some(host[h.idx()]),
+            lbsim::ids::NodeId::Switch(s) => switch[s.idx()],
+        };
+        if let (Some(a), Some(b)) = (of(l.from), of(l.to)) {
+            assert_eq!(a, b, "{:?}", l);
+        }
+    }
+    // Without servers the groups are as before: a fat-tree's pods.
+    assert_eq!(scenario(&["topology.k=4"]).topology.partition_groups().0, 4);
+}

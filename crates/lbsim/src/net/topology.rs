@@ -1099,9 +1099,58 @@ impl Topology {
     /// the tier below the top (pods of a fat-tree, leaves of a leaf-spine), each host and each
     /// switch below the top in its group's block; top-tier switches are shared out by index.
     /// Returns the number of groups, and each host's and each switch's group (None: top tier).
+    /// Groups that a scale-up domain spans (a server's GPUs on several rail leaves) are one:
+    /// its links are far shorter than a window, so cutting them would stop the run from being
+    /// partitioned at all.
     pub fn partition_groups(&self) -> (u32, Vec<u32>, Vec<Option<u32>>) {
         let t = self.tiers().saturating_sub(2);
         let (map, n) = self.groups(t);
+        let mut of: Vec<u32> = (0..n).collect();
+        if let Some(hp) = self.host_ports.as_ref().filter(|_| self.scale_up()) {
+            fn root(of: &mut [u32], mut g: u32) -> u32 {
+                while of[g as usize] != g {
+                    of[g as usize] = of[of[g as usize] as usize];
+                    g = of[g as usize];
+                }
+                g
+            }
+            // Each domain's first host's group, then every other host's joined to it.
+            let mut first: BTreeMap<u32, u32> = BTreeMap::new();
+            for h in 0..self.hosts {
+                let d = hp.domain[h as usize];
+                if d == NO_DOMAIN {
+                    continue;
+                }
+                let g = map.of(HostId(h));
+                let f = *first.entry(d).or_insert(g);
+                let (a, b) = (root(&mut of, f), root(&mut of, g));
+                if a != b {
+                    of[a.max(b) as usize] = a.min(b);
+                }
+            }
+            // Merged groups renumbered in the order of their first host.
+            let roots: Vec<u32> = (0..n).map(|g| root(&mut of, g)).collect();
+            let mut label = vec![u32::MAX; n as usize];
+            let mut next = 0;
+            for h in 0..self.hosts {
+                let r = roots[map.of(HostId(h)) as usize] as usize;
+                if label[r] == u32::MAX {
+                    label[r] = next;
+                    next += 1;
+                }
+            }
+            let of: Vec<u32> = roots.iter().map(|&r| label[r as usize]).collect();
+            let host = (0..self.hosts)
+                .map(|h| of[map.of(HostId(h)) as usize])
+                .collect();
+            let top = self.tiers() - 1;
+            let switch = self
+                .switches
+                .iter()
+                .map(|s| (s.tier != top).then(|| of[map.of(HostId(s.down.lo)) as usize]))
+                .collect();
+            return (next, host, switch);
+        }
         let host = (0..self.hosts).map(|h| map.of(HostId(h))).collect();
         let top = self.tiers() - 1;
         let switch = self
