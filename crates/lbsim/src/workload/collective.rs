@@ -427,9 +427,9 @@ fn ring<T: Transfers>(
     recv
 }
 
-/// The ranks grouped by server (servers in order of their first rank), each server's ranks by
-/// position; None unless every server has as many.
-pub fn by_server(locate: impl Fn(usize) -> (u32, u32), n: usize) -> Option<Vec<Vec<usize>>> {
+/// Each server's ranks as (position, rank), in rank order; servers in the order of their
+/// first rank.
+fn servers_of(locate: impl Fn(usize) -> (u32, u32), n: usize) -> Vec<Vec<(u32, usize)>> {
     let mut servers: Vec<(u32, Vec<(u32, usize)>)> = Vec::new();
     for r in 0..n {
         let (s, pos) = locate(r);
@@ -438,14 +438,21 @@ pub fn by_server(locate: impl Fn(usize) -> (u32, u32), n: usize) -> Option<Vec<V
             None => servers.push((s, vec![(pos, r)])),
         }
     }
-    let g = servers[0].1.len();
-    if servers.iter().any(|x| x.1.len() != g) {
+    servers.into_iter().map(|x| x.1).collect()
+}
+
+/// The ranks grouped by server (servers in order of their first rank), each server's ranks by
+/// position; None unless every server has as many.
+pub fn by_server(locate: impl Fn(usize) -> (u32, u32), n: usize) -> Option<Vec<Vec<usize>>> {
+    let servers = servers_of(locate, n);
+    let g = servers[0].len();
+    if servers.iter().any(|v| v.len() != g) {
         return None;
     }
     Some(
         servers
             .into_iter()
-            .map(|(_, mut v)| {
+            .map(|mut v| {
                 v.sort_unstable();
                 v.into_iter().map(|(_, r)| r).collect()
             })
@@ -648,16 +655,8 @@ pub fn collective(
 /// ch-1 and ch, and g channels use every rail twice. Ranks sharing a position keep their
 /// order.
 pub fn channel_order(locate: impl Fn(usize) -> (u32, u32), n: usize, ch: u32) -> Vec<usize> {
-    let mut servers: Vec<(u32, Vec<(u32, usize)>)> = Vec::new();
-    for r in 0..n {
-        let (s, pos) = locate(r);
-        match servers.iter_mut().find(|x| x.0 == s) {
-            Some(x) => x.1.push((pos, r)),
-            None => servers.push((s, vec![(pos, r)])),
-        }
-    }
     let mut out = Vec::with_capacity(n);
-    for (k, (_, mut v)) in servers.into_iter().enumerate() {
+    for (k, mut v) in servers_of(locate, n).into_iter().enumerate() {
         let g = v.iter().map(|x| x.0).max().unwrap_or(0) + 1;
         v.sort_by_key(|&(pos, r)| ((pos + g - ch % g) % g, r));
         if k % 2 == 1 {

@@ -819,6 +819,15 @@ fn check_span(
     ))
 }
 
+/// A kind's own keys: the ones of [workload] named with its prefix (`moe_`, `training_`).
+fn own(prefix: &str) -> Vec<&'static str> {
+    WorkloadConfig::OPTION_KEYS
+        .iter()
+        .filter(|k| k.starts_with(prefix))
+        .copied()
+        .collect()
+}
+
 /// The optional keys each kind reads.
 fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
     const GROUPS: &[&str] = &["group_size", "groups"];
@@ -849,21 +858,15 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
             ]
         }
         WorkloadKind::Training => {
-            let own = WorkloadConfig::OPTION_KEYS
-                .iter()
-                .filter(|k| k.starts_with("training_"));
-            return [
+            let place = [
                 "model",
                 "gpus_per_host",
                 "placement",
                 "first_host",
                 "iterations",
                 "start_us",
-            ]
-            .iter()
-            .chain(own)
-            .copied()
-            .collect();
+            ];
+            return [&place[..], &own("training_")].concat();
         }
         // One group whose size is the fan-in.
         WorkloadKind::Incast | WorkloadKind::Outcast => return [&["fan_in"], PLACE].concat(),
@@ -876,13 +879,7 @@ fn keys_for(kind: WorkloadKind) -> Vec<&'static str> {
             "channels",
         ],
         // The group is the expert-parallel group: its size follows from the experts.
-        WorkloadKind::Moe => {
-            // Its own keys are the `moe_` ones of [workload].
-            let own = WorkloadConfig::OPTION_KEYS
-                .iter()
-                .filter(|k| k.starts_with("moe_"));
-            return ["groups"].iter().chain(PLACE).chain(own).copied().collect();
-        }
+        WorkloadKind::Moe => return [&["groups"], PLACE, &own("moe_")].concat(),
         WorkloadKind::RingAllreduce
         | WorkloadKind::RingReduceScatter
         | WorkloadKind::RingAllgather => &["channels"],

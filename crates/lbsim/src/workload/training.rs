@@ -447,17 +447,19 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
     // One routing per (stage, ep group of replicas, iteration, micro-batch, layer), shared by
     // the tp ranks: tokens per ordered pair of the group's ranks.
     let mut routing: BTreeMap<(u32, u32, u32, u32, u32), Vec<u64>> = BTreeMap::new();
-    let mut pairs = |s: u32, block: u32, it: u32, j: u32, l: u32| -> Vec<u64> {
-        routing
-            .entry((s, block, it, j, l))
-            .or_insert_with(|| {
-                let index = [block, it, j, l]
-                    .iter()
-                    .fold(mix64(s as u64), |a, &x| mix64(a ^ x as u64));
-                let mut rng = rng_for(par.seed, Stream::Moe, index);
-                moe::route(&router, &vec![0; ep], &mut rng).pair_tokens(&router)
-            })
-            .clone()
+    // Rank `me`'s bytes to each rank of its ep group (`.0`: its tokens to their experts) and
+    // from each (`.1`: the reverse).
+    let mut ep_bytes = |s: u32, block: u32, it: u32, j: u32, l: u32, me: usize| {
+        let pt = routing.entry((s, block, it, j, l)).or_insert_with(|| {
+            let index = [block, it, j, l]
+                .iter()
+                .fold(mix64(s as u64), |a, &x| mix64(a ^ x as u64));
+            let mut rng = rng_for(par.seed, Stream::Moe, index);
+            moe::route(&router, &vec![0; ep], &mut rng).pair_tokens(&router)
+        });
+        let out: Vec<u64> = (0..ep).map(|q| pt[me * ep + q] * token).collect();
+        let back: Vec<u64> = (0..ep).map(|q| pt[q * ep + me] * token).collect();
+        (out, back)
     };
     let mut ranks: Vec<Vec<proto::Node>> = Vec::with_capacity(par.ranks() as usize);
     for s in 0..par.pp {
@@ -540,18 +542,11 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
                                     );
                                 }
                                 let routed = model.moe_layer(l) && par.ep > 1;
-                                let pt = if routed {
-                                    pairs(s, block, it, j, l)
+                                let (out, back) = if routed {
+                                    ep_bytes(s, block, it, j, l, me)
                                 } else {
-                                    Vec::new()
+                                    Default::default()
                                 };
-                                // Out: my tokens to their experts; back: the reverse.
-                                let out: Vec<u64> = (0..ep)
-                                    .map(|q| pt.get(me * ep + q).map_or(0, |x| x * token))
-                                    .collect();
-                                let back: Vec<u64> = (0..ep)
-                                    .map(|q| pt.get(q * ep + me).map_or(0, |x| x * token))
-                                    .collect();
                                 if routed {
                                     g.exchange(
                                         &format!("{pfx}.L{l}.fwd.dispatch"),
@@ -614,17 +609,11 @@ pub fn generate(model: &Model, par: &Parallel) -> Traces {
                             for l in layers.clone().rev() {
                                 let (fa, fm) = model.forward_flops(l, tokens);
                                 let routed = model.moe_layer(l) && par.ep > 1;
-                                let pt = if routed {
-                                    pairs(s, block, it, j, l)
+                                let (out, back) = if routed {
+                                    ep_bytes(s, block, it, j, l, me)
                                 } else {
-                                    Vec::new()
+                                    Default::default()
                                 };
-                                let out: Vec<u64> = (0..ep)
-                                    .map(|q| pt.get(me * ep + q).map_or(0, |x| x * token))
-                                    .collect();
-                                let back: Vec<u64> = (0..ep)
-                                    .map(|q| pt.get(q * ep + me).map_or(0, |x| x * token))
-                                    .collect();
                                 if routed {
                                     // The combine's gradients to the experts.
                                     g.exchange(
